@@ -1,0 +1,166 @@
+"""The engine adapter interface: what a third party implements to run gradspec on its engine.
+
+An adapter wraps one engine on one device. The executor (conformance/executor.py) drives it
+one program statement at a time (conformance/program.py) and never touches engine objects
+except through these methods, so an engine that does not look like torch at all can take part.
+
+Tensors and hook handles are opaque to gradspec: whatever the adapter returns is passed back
+to it. Errors are the engine's own exceptions; `classify_error` maps them to the spec's error
+kinds (spec/errors.md). Capabilities (spec/README.md) say which statements the engine can
+express: the generator never produces the others, and clauses that need them are reported as
+not applicable.
+
+Adapters for engines with a torch-shaped Python API need not implement this by hand:
+conformance/engines/torchlike.py does it for any module that looks like `torch`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+Tensor = Any        # the engine's tensor type
+Handle = Any        # the engine's hook handle type
+Number = int | float
+
+
+class Engine(ABC):
+    name: str = "?"                     # as chosen on the command line, e.g. "refimpl"
+    version: str = "?"                  # the engine's version string
+    device: str = "cpu"
+    capabilities: frozenset[str] = frozenset({"core"})
+
+    # ---- construction and ops -------------------------------------------------------------
+    @abstractmethod
+    def leaf(self, values: Sequence[float], shape: Sequence[int], dtype: str,
+             requires_grad: bool) -> Tensor:
+        """A new tensor (dtype 'float32' or 'float64'); `values` is flat, row-major."""
+
+    @abstractmethod
+    def call(self, fn: str, args: Sequence[Tensor | Number], kw: dict[str, Any]) -> Tensor:
+        """An out-of-place op from program.FUNCTIONS, e.g. call('add', [x, 2.0], {})."""
+
+    def view(self, target: Tensor, fn: str, kw: dict[str, Any]) -> Tensor:
+        """A view op from program.VIEWS."""
+        raise NotImplementedError
+
+    def getitem(self, target: Tensor, index: tuple[Any, ...]) -> Tensor:
+        """target[index]; index holds ints and slice objects."""
+        raise NotImplementedError
+
+    def inplace(self, target: Tensor, fn: str, args: Sequence[Tensor | Number],
+                kw: dict[str, Any]) -> Tensor:
+        """An in-place op from program.INPLACE; returns the tensor now bound to the name
+        (the same object for torch-like engines)."""
+        raise NotImplementedError
+
+    def setitem(self, target: Tensor, index: tuple[Any, ...], value: Tensor | Number) -> None:
+        raise NotImplementedError
+
+    @abstractmethod
+    def detach(self, t: Tensor) -> Tensor: ...
+
+    def data(self, t: Tensor) -> Tensor:
+        """The `.data` of t: shares storage, not the version counter or the graph."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def requires_grad_(self, t: Tensor, value: bool) -> None: ...
+
+    def retain_grad(self, t: Tensor) -> None:
+        raise NotImplementedError
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def register_hook(self, t: Tensor, fn: Callable[[Tensor], Tensor | None]) -> Handle:
+        raise NotImplementedError
+
+    def register_post_accumulate_grad_hook(self, t: Tensor,
+                                           fn: Callable[[Tensor], None]) -> Handle:
+        raise NotImplementedError
+
+    def remove_hook(self, handle: Handle) -> None:
+        raise NotImplementedError
+
+    # ---- grad modes -----------------------------------------------------------------------
+    def grad_mode(self, mode: str, enabled: bool = True) -> AbstractContextManager[Any]:
+        """A context manager for 'no_grad', 'enable_grad' or 'set_grad_enabled'."""
+        raise NotImplementedError
+
+    # ---- backward -------------------------------------------------------------------------
+    @abstractmethod
+    def backward(self, t: Tensor, gradient: Tensor | None, retain_graph: bool | None,
+                 inputs: Sequence[Tensor] | None) -> None: ...
+
+    def autograd_grad(self, outputs: Sequence[Tensor], inputs: Sequence[Tensor],
+                      grad_outputs: Sequence[Tensor] | None, retain_graph: bool | None,
+                      allow_unused: bool) -> Sequence[Tensor | None]:
+        raise NotImplementedError
+
+    @abstractmethod
+    def set_grad(self, t: Tensor, value: Tensor | None) -> None: ...
+
+    # ---- observation ----------------------------------------------------------------------
+    @abstractmethod
+    def to_list(self, t: Tensor) -> Any:
+        """Nested Python lists of floats (a float for 0-d)."""
+
+    @abstractmethod
+    def get_grad(self, t: Tensor) -> Tensor | None: ...
+
+    @abstractmethod
+    def is_leaf(self, t: Tensor) -> bool: ...
+
+    @abstractmethod
+    def requires_grad(self, t: Tensor) -> bool: ...
+
+    @abstractmethod
+    def shape(self, t: Tensor) -> tuple[int, ...]: ...
+
+    @abstractmethod
+    def dtype(self, t: Tensor) -> str:
+        """'float32' or 'float64'."""
+
+    def grad_fn_name(self, t: Tensor) -> str | None:
+        raise NotImplementedError
+
+    def next_functions(self, t: Tensor) -> list[str | None]:
+        """Names of t.grad_fn's next functions, None for inputs that need no grad."""
+        raise NotImplementedError
+
+    def version(self, t: Tensor) -> int:
+        raise NotImplementedError
+
+    def retains_grad(self, t: Tensor) -> bool:
+        raise NotImplementedError
+
+    def scale(self, g: Tensor, factor: float) -> Tensor:
+        """g * factor, used by 'scale' hooks; must not record a graph inside backward."""
+        return self.call("mul", [g, factor], {})
+
+    def wrong_shape(self, g: Tensor) -> Tensor:
+        """A tensor whose shape differs from g's, used by 'wrong_shape' hooks."""
+        return self.leaf([0.0] * (_numel(self.shape(g)) + 1),
+                         [_numel(self.shape(g)) + 1], self.dtype(g), False)
+
+    # ---- errors and repros ----------------------------------------------------------------
+    def classify_error(self, exc: BaseException) -> str | None:
+        """The spec error kind of an exception the engine raised (None: not a spec error)."""
+        from conformance.examples import classify
+        return classify(exc)
+
+    def classify_warning(self, message: Warning, category: type) -> str | None:
+        from conformance.examples import classify
+        return classify(message, category)
+
+    def render_prelude(self) -> str | None:
+        """Python lines that bind `torch` to this engine for a standalone repro script, or None
+        if the engine has no torch-shaped module (then the repro is `gradspec replay`)."""
+        return None
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
