@@ -52,14 +52,6 @@ def test_clause_ids_are_locked():
     assert not unlocked, f"new clauses not in spec/clauses.lock (run gradspec index --write): {unlocked}"
 
 
-def test_duplicate_ids_are_rejected(tmp_path):
-    p = tmp_path / "leaf.md"
-    p.write_text((spec_dir() / "leaf.md").read_text() + "\n## LEAF-1\n\n**dup**\n")
-    _, clauses = parse_file(p)
-    ids = [c.id for c in clauses]
-    assert ids.count("LEAF-1") == 2  # load_spec raises on this; see test_load_spec_rejects_dup
-
-
 def test_load_spec_rejects_duplicate_id(tmp_path):
     from conformance.specdoc import SpecError
     for name in list(AREA_FILES) + ["errors.md"]:

@@ -1,0 +1,225 @@
+"""Differential tests for grad modes: MODE-1 to MODE-9 (spec/mode.md).
+
+Grad mode is global to the thread, so every program that changes it restores it in `finally`:
+a failing engine must not leave later tests running with recording off.
+"""
+import pytest
+
+
+@pytest.mark.clause("MODE-1")
+def test_no_grad_results_do_not_require_grad(differential):
+    def prog(torch, log):
+        w = torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64, requires_grad=True)
+        h = w.exp()                               # recorded before the block
+        with torch.no_grad():
+            outs = {"matmul": w @ h, "pow": w ** 2, "clamp": h.clamp(0.0, 5.0),
+                    "mean": (w * h).mean(1), "neg": -h, "reflected": 1 - w}
+        for label, t in outs.items():
+            log(label, [t.requires_grad, t.grad_fn is None])
+        log("values", outs["mean"])
+        log("inputs keep their flags", [w.requires_grad, h.requires_grad, h.is_leaf])
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-2")
+def test_enable_grad_nests_inside_no_grad(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        with torch.no_grad():
+            a = x * 2
+            with torch.enable_grad():
+                b = x * 3
+                with torch.no_grad():
+                    c = x * 4
+                d = b * x
+            e = x * 5
+        log("requires_grad", [t.requires_grad for t in (a, b, c, d, e)])
+        d.sum().backward()
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-3")
+def test_set_grad_enabled_follows_a_flag(differential):
+    def prog(torch, log):
+        w = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+        try:
+            for train in (True, False, True):
+                with torch.set_grad_enabled(train):
+                    out = (w * w).sum()
+                log(f"train={train}", [out.requires_grad, torch.is_grad_enabled()])
+            torch.set_grad_enabled(False)
+            log("bare call", [torch.is_grad_enabled(), (w + 1).requires_grad])
+            with torch.set_grad_enabled(True):
+                inner = w + 1
+            log("after ctx", [torch.is_grad_enabled(), inner.requires_grad])
+            torch.set_grad_enabled(True)
+            log("bare call back", [torch.is_grad_enabled(), (w + 1).requires_grad])
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-4")
+def test_mode_restored_after_exceptions(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+        def fail_in(manager, mode_inside):
+            with manager:
+                log("inside", torch.is_grad_enabled() == mode_inside)
+                raise ValueError("boom")
+        try:
+            log.attempt("no_grad", lambda: fail_in(torch.no_grad(), False))
+            log("after no_grad", torch.is_grad_enabled())
+            with torch.no_grad():
+                log.attempt("enable_grad", lambda: fail_in(torch.enable_grad(), True))
+                log("after enable_grad", torch.is_grad_enabled())
+                log.attempt("set_grad_enabled", lambda: fail_in(torch.set_grad_enabled(True), True))
+                log("after set_grad_enabled", torch.is_grad_enabled())
+            log("outside", torch.is_grad_enabled())
+
+            def backward_in_no_grad():
+                with torch.no_grad():
+                    (x * 2).sum().backward()
+            log.attempt("engine error", backward_in_no_grad)
+            log("after engine error", [torch.is_grad_enabled(), (x * 2).requires_grad])
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-5")
+def test_decorators_apply_per_call(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        try:
+            @torch.no_grad
+            def bare(t):
+                return t * 2, torch.is_grad_enabled()
+
+            @torch.set_grad_enabled(True)
+            def recording(t):
+                return t * 2
+
+            @torch.no_grad()
+            def failing():
+                raise KeyError("inside")
+
+            @torch.enable_grad()
+            def fn_grad(t):
+                return (t * t).sum()
+
+            log("after decorating", torch.is_grad_enabled())
+            r, mode = bare(x)
+            log("bare no_grad", [r.requires_grad, mode, torch.is_grad_enabled()])
+            with torch.no_grad():
+                rec = recording(x)
+                log("caller mode kept", torch.is_grad_enabled())
+                g = fn_grad(x)
+            log("set_grad_enabled(True) under no_grad", rec.requires_grad)
+            g.backward()
+            log("x.grad via enable_grad", x.grad)
+            log.attempt("exception", failing)
+            log("after exception", torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-6")
+def test_is_grad_enabled_tracks_every_change(differential):
+    def prog(torch, log):
+        seen = [torch.is_grad_enabled()]
+        try:
+            with torch.set_grad_enabled(False):
+                seen.append(torch.is_grad_enabled())
+                with torch.no_grad():
+                    seen.append(torch.is_grad_enabled())
+                    with torch.enable_grad():
+                        seen.append(torch.is_grad_enabled())
+                    seen.append(torch.is_grad_enabled())
+                seen.append(torch.is_grad_enabled())
+            seen.append(torch.is_grad_enabled())
+            torch.set_grad_enabled(False)
+            seen.append(torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+        seen.append(torch.is_grad_enabled())
+        log("modes", seen)
+        log("all bools", all(type(s) is bool for s in seen))
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-7")
+def test_factories_keep_requires_grad_under_no_grad(differential):
+    def prog(torch, log):
+        torch.manual_seed(3)
+        with torch.no_grad():
+            made = {"randn": torch.randn(3, requires_grad=True),
+                    "arange": torch.arange(1.0, 4.0, requires_grad=True),
+                    "zeros_like": torch.zeros_like(torch.ones(3), requires_grad=True),
+                    "tensor f64": torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64,
+                                               requires_grad=True)}
+            inside = made["arange"] * made["zeros_like"]
+        for label, t in made.items():
+            log(label, [t.requires_grad, t.is_leaf, t.grad_fn is None])
+        log("op inside", inside.requires_grad)
+        out = (made["arange"] * made["arange"] + made["zeros_like"]).sum()
+        out.backward()
+        log("grads", [made["arange"].grad, made["zeros_like"].grad])
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-8")
+def test_backward_runs_with_grad_mode_off(differential):
+    def prog(torch, log):
+        w = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        k = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+        seen = []
+        h = w * k
+        h.register_hook(lambda g: seen.append(
+            [torch.is_grad_enabled(), g.requires_grad, (g * k).requires_grad]))
+        h.sum().backward()
+        log("hook saw", seen)
+        try:
+            torch.set_grad_enabled(False)
+            (w * w).sum()                          # not recorded: no graph to run
+            log("mode off", torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+        y = (w * w).sum()
+        with torch.set_grad_enabled(False):
+            y.backward()
+        log("w.grad", w.grad)
+        z = (w * k).sum()
+        with torch.no_grad():
+            gw, gk = torch.autograd.grad(z, (w, k))
+        log("autograd.grad under no_grad", [gw, gk, gw.requires_grad])
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-9")
+def test_views_taken_under_no_grad(differential):
+    def prog(torch, log):
+        base = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+        with torch.no_grad():
+            views = {"t": base.t(), "unsqueeze": base.unsqueeze(0), "row": base[1],
+                     "view": base.view(4), "slice": base[:, 1:]}
+            plain = base * 1
+        log("non-view", [plain.requires_grad, plain.is_leaf])
+        for label, v in views.items():
+            log(label, [v.requires_grad, v.is_leaf, v.grad_fn is None])
+        out = (views["row"] * views["t"]).sum()
+        log("op on views", out.requires_grad)
+        out.backward()
+        log("no gradient flowed", [base.grad is None, views["row"].grad is None])
+        log.attempt("in-place with grad on", lambda: views["view"].add_(1))
+        with torch.no_grad():
+            views["row"].mul_(10)
+        log("in-place under no_grad", base)
+        other = torch.ones(2)
+        with torch.no_grad():
+            ov = other[0:1]
+        log("view of plain tensor", ov.requires_grad)
+    differential(prog)
