@@ -55,7 +55,7 @@ def classify(exc_or_warning: BaseException | Warning | None, category: type | No
     names = {c.__name__ for c in cls.__mro__}
     msg = str(exc_or_warning)
     for k in kinds.values():
-        if k.type in names and msg.startswith(k.prefix):
+        if k.type in names and k.matches(msg):
             return k.kind
     return None
 

@@ -230,9 +230,15 @@ def render_index(spec: Spec) -> str:
 class ErrorKind:
     kind: str
     type: str           # exception or warning class name, e.g. "RuntimeError"
-    prefix: str         # the message starts with this
+    prefix: str         # the message starts with this; "…" stands for any text
     clauses: tuple[str, ...]
     is_warning: bool
+
+    def matches(self, message: str) -> bool:
+        parts = self.prefix.split("…")
+        if len(parts) == 1:
+            return message.startswith(self.prefix)
+        return re.match(".*?".join(re.escape(p) for p in parts), message, re.S) is not None
 
 
 _ERROR_ROW = re.compile(r"^\|\s*`?([A-Z][A-Z0-9_]+)`?\s*\|")
@@ -250,7 +256,7 @@ def load_errors(directory: str | None = None) -> dict[str, ErrorKind]:
         cells = [c.strip() for c in ln.strip().strip("|").split("|")]
         if len(cells) != 4:
             raise SpecError(f"spec/errors.md:{n}: expected 4 cells, got {len(cells)}")
-        kind, typ, prefix, cites = (c.strip("`") for c in cells)
+        kind, typ, prefix, cites = cells[0].strip("`"), cells[1].strip("`"), cells[2], cells[3]
         if kind in kinds:
             raise SpecError(f"spec/errors.md:{n}: error kind {kind} is duplicated")
         kinds[kind] = ErrorKind(kind, typ, prefix.replace("\\|", "|"),

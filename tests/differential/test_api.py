@@ -1,0 +1,210 @@
+"""Differential tests for API-1 .. API-12 (spec/api.md): `backward` with and without `gradient`,
+`inputs=`, `torch.autograd.backward`, and `torch.autograd.grad` with its arguments and errors.
+
+Errors are logged by kind (spec/errors.md) together with the `.grad` state they leave behind;
+torch's log is the expected one.
+"""
+import pytest
+
+
+@pytest.mark.clause("API-1")
+def test_implicit_gradient_only_for_one_element_outputs(differential):
+    def prog(torch, log):
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+        y = x * x
+        log.attempt("2x2 output", lambda: y.backward())
+        log("x.grad after refusal", x.grad)
+        log.attempt("1x1 output", lambda: y[1:, :1].backward(retain_graph=True))
+        log("x.grad after 1x1", x.grad)
+        log.attempt("0-d output", lambda: y[0, 1].backward(retain_graph=True))
+        log("x.grad after 0-d", x.grad)
+        log.attempt("mean keepdim output", lambda: y.mean(dim=(0, 1), keepdim=True).backward())
+        log("x.grad after mean", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-2")
+def test_vjp_through_broadcast_and_reduction(differential):
+    def prog(torch, log):
+        a = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor([[0.5], [-1.0]], dtype=torch.float64, requires_grad=True)
+        y = (a * b).sum(dim=1)                  # shape (2,)
+        y.backward(gradient=torch.tensor([2.0, -3.0], dtype=torch.float64))
+        log("a.grad", a.grad)
+        log("b.grad", b.grad)
+        z = a.t().matmul(b.t())                 # (3, 2)
+        v = torch.arange(6, dtype=torch.float64).reshape(3, 2)
+        z.backward(v)
+        log("a.grad after second vjp", a.grad)
+        log("b.grad after second vjp", b.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-3")
+def test_gradient_shape_must_match_exactly(differential):
+    def prog(torch, log):
+        x = torch.ones(2, 3, requires_grad=True)
+        y = x * 2
+        log.attempt("transposed shape", lambda: y.backward(torch.ones(3, 2), retain_graph=True))
+        log.attempt("same numel, flat", lambda: y.backward(torch.ones(6), retain_graph=True))
+        log.attempt("broadcastable row", lambda: y.backward(torch.ones(1, 3), retain_graph=True))
+        log("x.grad after refusals", x.grad)
+        s = y.sum()
+        log.attempt("0-d output, shape [1]", lambda: s.backward(torch.ones(1), retain_graph=True))
+        log.attempt("0-d output, 0-d gradient", lambda: s.backward(torch.tensor(2.0)))
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-4")
+def test_outputs_without_grad_fn_are_rejected(differential):
+    def prog(torch, log):
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            y = (w * 3).sum()
+        log.attempt("backward from no_grad result", lambda: y.backward())
+        d = (w * 3).sum().detach()
+        log.attempt("backward from detached", lambda: d.backward())
+        c = torch.ones(2, dtype=torch.float64).sum()
+        log.attempt("autograd.grad from constant", lambda: torch.autograd.grad(c, w))
+        log("w.grad", w.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-5")
+def test_backward_on_2d_leaf_accumulates(differential):
+    def prog(torch, log):
+        w = torch.zeros(2, 2, dtype=torch.float64, requires_grad=True)
+        for i in range(3):
+            log.attempt(f"backward {i + 1}",
+                        lambda i=i: w.backward(torch.ones(2, 2, dtype=torch.float64) * (i + 1)))
+        log("w.grad", w.grad)
+        one = torch.ones(1, 1, requires_grad=True)
+        log.attempt("one-element leaf, implicit gradient", lambda: one.backward())
+        log("one.grad", one.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-6")
+def test_autograd_grad_tuple_order_and_no_side_effects(differential):
+    def prog(torch, log):
+        a = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+        out = (a * b).pow(2).sum()
+        g = torch.autograd.grad(out, (b, a), retain_graph=True)
+        log("grads (b, a)", g)
+        log("is tuple", isinstance(g, tuple))
+        log("requires_grad", [t.requires_grad for t in g])
+        log("a.grad", a.grad)
+        log("b.grad", b.grad)
+        log("again, list of one", torch.autograd.grad(out, [a]))
+    differential(prog)
+
+
+@pytest.mark.clause("API-7")
+def test_unused_inputs_positions(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = torch.tensor([3.0], requires_grad=True)
+        other = x * 5                            # a non-leaf the output does not use
+        y = x.cos().sum()
+        log.attempt("unused non-leaf", lambda: torch.autograd.grad(y, other, retain_graph=True))
+        log.attempt("unused first", lambda: torch.autograd.grad(y, [w, x], retain_graph=True))
+        log("allow_unused",
+            torch.autograd.grad(y, [w, x, other], allow_unused=True, retain_graph=True))
+        z = (x * 0).sum()                        # used, with a zero gradient: not None
+        log("used with zero gradient", torch.autograd.grad(z, x))
+    differential(prog)
+
+
+@pytest.mark.clause("API-8")
+def test_inputs_that_do_not_require_grad(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = torch.tensor([3.0, 4.0], dtype=torch.float64)
+        y = (x * 2).sum()
+        log.attempt("constant input alone", lambda: torch.autograd.grad(y, c))
+        d = x.detach()
+        log.attempt("detached input last", lambda: torch.autograd.grad(y, [x, d]))
+        log("graph still usable", torch.autograd.grad(y, x))
+    differential(prog)
+
+
+@pytest.mark.clause("API-9")
+def test_grad_outputs_for_several_outputs(differential):
+    def prog(torch, log):
+        x = torch.tensor([[1.0, -1.0], [2.0, 0.5]], dtype=torch.float64, requires_grad=True)
+        y1 = x.exp()
+        y2 = x.sum(dim=0)
+        v1 = torch.ones(2, 2, dtype=torch.float64)
+        v2 = torch.tensor([1.0, -2.0], dtype=torch.float64)
+        log("two outputs", torch.autograd.grad([y1, y2], x, grad_outputs=[v1, v2],
+                                               retain_graph=True))
+        log.attempt("None for a 2-element output",
+                    lambda: torch.autograd.grad([y1, y2], x, grad_outputs=[v1, None],
+                                                retain_graph=True))
+        log.attempt("wrong shape for first output",
+                    lambda: torch.autograd.grad([y2, y1], x, grad_outputs=[v1, v1],
+                                                retain_graph=True))
+        try:    # a later output: torch raises, but not GRAD_OUTPUT_SHAPE (spec/api.md, API-9)
+            torch.autograd.grad([y1, y2], x, grad_outputs=[v1, v1])
+            log("later output of wrong shape raises", False)
+        except RuntimeError:
+            log("later output of wrong shape raises", True)
+    differential(prog)
+
+
+@pytest.mark.clause("API-10")
+def test_grad_wrt_view_and_intermediate(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        h = x.reshape(2, 2)                       # a view of a leaf
+        m = h.matmul(h)
+        out = (m * m).sum()
+        log("grad wrt view", torch.autograd.grad(out, h, retain_graph=True))
+        log("grad wrt m and x", torch.autograd.grad(out, [m, x], retain_graph=True))
+        log("m retains", m.retains_grad)
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-11")
+def test_backward_inputs_leaf_subset_and_nonleaf(differential):
+    def prog(torch, log):
+        a = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+        h = a * b
+        out = (h * h).sum()
+        out.backward(inputs=[h, b], retain_graph=True)
+        log("a.grad", a.grad)
+        log("b.grad", b.grad)
+        log("h.grad", h.grad)
+        log("h retains", h.retains_grad)
+        out.backward(retain_graph=True)            # a full pass now also fills h
+        log("a.grad after full pass", a.grad)
+        log("h.grad after full pass", h.grad)
+        try:    # no error kind for this one: its message starts with a backquote
+            out.backward(inputs=[])
+            log("empty inputs raise", False)
+        except RuntimeError:
+            log("empty inputs raise", True)
+    differential(prog)
+
+
+@pytest.mark.clause("API-12")
+def test_autograd_backward_three_roots(differential):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        h = x.sin()
+        calls = []
+        h.register_hook(lambda g: calls.append(g.tolist()))
+        r1 = h.sum()
+        r2 = h * 2
+        r3 = (h * h).mean()
+        torch.autograd.backward([r1, r2, r3],
+                                [None, torch.tensor([1.0, -1.0], dtype=torch.float64), None])
+        log("hook calls", calls)
+        log("x.grad", x.grad)
+        log.attempt("None for a 2-element tensor",
+                    lambda: torch.autograd.backward([(x * 2)], [None]))
+    differential(prog)
