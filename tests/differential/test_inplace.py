@@ -1,0 +1,288 @@
+"""Differential tests for in-place operations: INPLACE-1 to INPLACE-14 (spec/inplace.md).
+
+Each program probes its clause from another angle than the spec example (float64, 2-D shapes,
+other in-place ops, views, repeated writes) and logs values, flags, versions and error kinds.
+"""
+import pytest
+
+
+def f64(torch, rows, requires_grad=False):
+    return torch.tensor(rows, dtype=torch.float64, requires_grad=requires_grad)
+
+
+def state(t):
+    return [t, t._version, t.is_leaf, t.requires_grad, t.grad_fn is None]
+
+
+@pytest.mark.clause("INPLACE-1")
+def test_every_inplace_method_on_a_grad_leaf_raises(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+        ops = {
+            "mul_": lambda: w.mul_(2.0), "sub_ tensor": lambda: w.sub_(torch.ones(2)),
+            "div_": lambda: w.div_(2.0), "neg_": lambda: w.neg_(), "exp_": lambda: w.exp_(),
+            "clamp_": lambda: w.clamp_(0.0, 1.0), "relu_": lambda: w.relu_(),
+            "fill_": lambda: w.fill_(0.0), "copy_": lambda: w.copy_(torch.zeros(2, 2)),
+            "pow_": lambda: w.pow_(2),
+        }
+        for label, op in ops.items():
+            log.attempt(label, op)
+        log("w unchanged", state(w))
+        w.requires_grad_(False)
+        log.attempt("same tensor after requires_grad_(False)", lambda: w.mul_(2.0))
+        log("w", state(w))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-2")
+def test_writes_through_any_view_of_a_grad_leaf_raise(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        views = {
+            "view": lambda: w.view(6), "transpose": lambda: w.transpose(0, 1),
+            "unsqueeze": lambda: w.unsqueeze(0), "column": lambda: w[:, 1],
+            "view of view": lambda: w[1].unsqueeze(0)[0, 1:], "full getitem": lambda: w[:],
+        }
+        for label, make in views.items():
+            v = make()
+            log.attempt(label + " add_", lambda v=v: v.add_(1.0))
+            log.attempt(label + " +=", lambda v=v: v.__iadd__(1.0))
+        log("w unchanged", state(w))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-3")
+def test_setitem_kind_depends_on_whether_the_index_covers_the_tensor(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        idx = {
+            "[:]": slice(None), "[0:2]": slice(0, 2), "[:, :]": (slice(None), slice(None)),
+            "[::1, 0:3]": (slice(None, None, 1), slice(0, 3)), "[0]": 0, "[:, 0]": (slice(None), 0),
+            "[1:]": slice(1, None), "[:, ::2]": (slice(None), slice(None, None, 2)),
+            "[-1, -1]": (-1, -1),
+        }
+        for label, i in idx.items():
+            log.attempt("w" + label + " = 0", lambda i=i: w.__setitem__(i, 0.0))
+        log.attempt("tensor value", lambda: w.__setitem__(0, torch.ones(3, dtype=torch.float64)))
+        log("w unchanged", state(w))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-4")
+def test_no_grad_writes_keep_the_leaf(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        for step in range(3):          # an SGD-style loop
+            loss = (w * w).sum()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+                w[0, 0] = 1.0
+            w.grad = None
+            log(f"step {step}", state(w))
+        with torch.set_grad_enabled(False):
+            w.t().mul_(2.0)
+        log("view write under set_grad_enabled(False)", state(w))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-5")
+def test_data_writes_keep_the_leaf_and_go_unchecked(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        w.data[0] = 10.0
+        w.data.t().mul_(0.5)
+        log("w", state(w))
+        y = (w ** 3).sum()
+        w.data.zero_()            # after use: not caught, the gradient reads zeros
+        log.attempt("backward", lambda: y.backward())
+        log("w.grad", w.grad)
+        h = w * 2
+        h.data.fill_(1.0)
+        log("non-leaf h", state(h))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-6")
+def test_detach_writes_keep_the_leaf_and_are_checked(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        w.detach()[1].fill_(-1.0)
+        log("w", state(w))
+        y = (w * 3).sum()          # saves only the number 3: the write below is harmless
+        z = w.sin().sum()          # saves w
+        w.detach().mul_(2.0)
+        log("w after", state(w))
+        log.attempt("backward mul by number", lambda: y.backward())
+        log("w.grad", w.grad)
+        log.attempt("backward sin", lambda: z.backward())
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-7")
+def test_each_inplace_op_becomes_the_new_grad_fn(differential):
+    def prog(torch, log):
+        x = f64(torch, [0.5, 1.5], requires_grad=True)
+        y = x * 1
+        names = [y.grad_fn.name()]
+        for op in (lambda: y.add_(1.0), lambda: y.sin_(), lambda: y.mul_(x),
+                   lambda: y.div_(3.0), lambda: y.abs_()):
+            op()
+            names.append(y.grad_fn.name())
+        log("names", names)
+        log("chain", y.grad_fn.next_functions[0][0].name())
+        log("flags", [y.is_leaf, y._version])
+        y.sum().backward()
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-8")
+def test_view_writes_rewrite_the_base_history(differential):
+    def prog(torch, log):
+        x = f64(torch, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        y = x * 1
+        y.t()[2].sin_()            # the last column of y
+        y[0].mul_(f64(torch, [2.0, 3.0, 4.0]))   # the first row
+        log("base", [y, y._version, y.grad_fn.name()])
+        (y * y).sum().backward()
+        log("x.grad", x.grad)
+        z = x * 1
+        z[0].mul_(z[1].detach())   # the saved factor aliases z, and the write moves its version
+        log.attempt("factor aliasing the written tensor", lambda: z.sum().backward())
+        x2 = f64(torch, [1.0, 2.0], requires_grad=True)
+        b = (x2 * 1).unsqueeze(0).expand(1, 2)
+        b.squeeze(0).add_(x2)      # write through a view of a view
+        b.sum().backward()
+        log("x2.grad", x2.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-9")
+def test_setitem_variants_on_non_leaves(differential):
+    def prog(torch, log):
+        x = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = f64(torch, [10.0, 20.0], requires_grad=True)
+        y = x * 2
+        alias = y
+        y[0] = v                   # a tensor that requires grad
+        y[1, 0] = 0.0
+        y[:, 0] = y[:, 1] * 3      # reads the new values
+        log("alias", [alias, alias._version])
+        (y * y).sum().backward()
+        log("grads", [x.grad, v.grad])
+        z = x * 1
+        z[:] = 5.0                 # whole-tensor write on a non-leaf
+        z.sum().backward()
+        log("x.grad after whole write", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-10")
+def test_plain_tensors_pick_up_history_from_written_values(differential):
+    def prog(torch, log):
+        w = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        acc = torch.zeros(2, 2, dtype=torch.float64)
+        log("before", state(acc))
+        acc.add_(w * w)
+        log("after add_", [acc.requires_grad, acc.is_leaf])
+        acc.mul_(2.0)
+        rows = torch.zeros(3, 2, dtype=torch.float64)
+        rows[1] = w[0]
+        rows.t()[:, 2].copy_(w[1])   # through a view of the plain tensor
+        log("rows", [rows, rows.requires_grad, rows.is_leaf])
+        (acc.sum() + (rows * rows).sum()).backward()
+        log("w.grad", w.grad)
+        with torch.no_grad():
+            quiet = torch.zeros(2, dtype=torch.float64)
+            quiet[0] = w[0, 0]
+        log("quiet", state(quiet))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-11")
+def test_rebinding_in_a_loop_builds_a_chain(differential):
+    def prog(torch, log):
+        a = f64(torch, [[0.5, 1.0], [1.5, 2.0]], requires_grad=True)
+        first = a
+        for _ in range(3):
+            a = a.tanh() * 2        # new tensors each time, nothing written
+        log("first", state(first))
+        log("a", [a.is_leaf, a._version])
+        a.sum().backward()
+        log("first.grad", first.grad)
+        b = torch.ones(2)
+        keep = b
+        b = b + 1
+        log("plain rebinding", [keep, keep._version, b])
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-12")
+def test_long_inplace_chains_match_out_of_place(differential):
+    def prog(torch, log):
+        x = f64(torch, [[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+        c = f64(torch, [2.0, 3.0])
+        y = x * 1
+        y.cos_()
+        y.mul_(c)
+        y.pow_(3)
+        y.sub_(x)
+        y.abs_()
+        y.clamp_(0.0, 5.0)
+        y.div_(c)
+        log("y", y)
+        y.sum().backward()
+        log("in-place grad", x.grad)
+        x.grad = None
+        z = ((((x.cos() * c) ** 3) - x).abs().clamp(0.0, 5.0) / c).sum()
+        z.backward()
+        log("out-of-place grad", x.grad)
+        h = x * 1
+        h.tanh_()
+        h.mul_(2.0)
+        log.attempt("tanh_ then mul_", lambda: h.sum().backward())
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-13")
+def test_augmented_assignment_on_views_and_with_tensors(differential):
+    def prog(torch, log):
+        x = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        s = f64(torch, [0.5, 2.0], requires_grad=True)
+        y = x * 1
+        alias = y
+        row = y[1]
+        row += s                   # through a view, with a tensor that requires grad
+        y *= s                     # broadcasting
+        y -= 1
+        y /= s
+        y **= 2
+        log("alias", [alias, alias._version, row._version])
+        y.sum().backward()
+        log("grads", [x.grad, s.grad])
+        t = torch.arange(4)
+        t += 1
+        t *= 3
+        log("int64", [t, t._version])
+        log.attempt("leaf -=", lambda: s.__isub__(1.0))
+        log.attempt("leaf view *=", lambda: x[0].__imul__(2.0))
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-14")
+def test_plain_leaves_accept_writes_in_any_mode(differential):
+    def prog(torch, log):
+        t = torch.arange(6.0).reshape(2, 3)
+        t[0, 1:] = torch.tensor([9.0, 8.0])
+        t.t().clamp_(0.0, 5.0)
+        with torch.no_grad():
+            t.sub_(1.0)
+        with torch.enable_grad():
+            t.neg_()
+        log("t", state(t))
+        i = torch.zeros(3, dtype=torch.int64)
+        i[1] = 4
+        i.fill_(2)
+        log("int64", state(i))
+    differential(prog)
