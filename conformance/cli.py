@@ -6,8 +6,10 @@ exit code 2; a traceback from deep inside is a bug.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from .specdoc import SpecError, load_spec, render_index, spec_dir
 
@@ -79,20 +81,126 @@ command("index", "print the clause index",
                                  help="regenerate spec/index.md"))(_cmd_index)
 
 
-def _cmd_run_placeholder(args: argparse.Namespace) -> int:
-    # Until the conformance runner lands, the main job prints the clause index.
-    print_index(load_spec())
-    return 0
+def _jobs(text: str) -> int:
+    if text == "auto":
+        return os.cpu_count() or 1
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
 
 
-command("run", "run the main job", lambda p: None)(_cmd_run_placeholder)
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise ValueError(text)
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default="refimpl", help="engine under test: a name or "
+                   "package.module:factory (default refimpl)")
+    p.add_argument("--oracle", default="torch", help="the reference (default torch)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    p.add_argument("--count", type=_positive(int), default=300, help="programs (default 300)")
+    p.add_argument("--size", type=_positive(int), default=20,
+                   help="statements per program (default 20)")
+    p.add_argument("-n", "--jobs", type=_jobs, default=1,
+                   help="worker processes, or 'auto' (default 1)")
+    p.add_argument("--timeout", type=_positive(float), default=10.0,
+                   help="seconds per program before it counts as a hang (default 10)")
+    p.add_argument("--out", default="gradspec-out", help="output folder (default gradspec-out)")
+    p.add_argument("--no-shrink", action="store_true", help="report programs unminimized")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--source", default=None, help="programs from package.module:function "
+                   "(seed, capabilities, size) -> Program instead of the generator")
+
+
+def _import_source(path: str):
+    import importlib
+    mod, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(mod), attr)
+    except Exception as exc:
+        first = (str(exc).splitlines() or [""])[0]
+        raise UsageError(f"--source {path}: {type(exc).__name__}: {first}") from None
+    if not callable(fn):
+        raise UsageError(f"--source {path}: not callable")
+    return fn
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .engines import EngineError
+    from .runner import default_source, print_summary, run_campaign
+    source = _import_source(args.source) if args.source else default_source
+    try:
+        report = run_campaign(args.engine, args.oracle, seed=args.seed, count=args.count,
+                              size=args.size, jobs=args.jobs, timeout=args.timeout,
+                              out_dir=args.out, progress=not args.quiet, device=args.device,
+                              shrink=not args.no_shrink, source=source)
+    except EngineError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
+    print_summary(report, args.out)
+    return report.exit_code
+
+
+def _configure_replay(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a program.json, or a divergence folder holding one")
+    p.add_argument("--engine", default="refimpl", help="engine to run it on (default refimpl)")
+    p.add_argument("--oracle", default="torch", help="the reference (default torch)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .compare import compare
+    from .engines import EngineError, load_engine
+    from .executor import execute
+    from .program import Program, ProgramError
+    from .report import side_by_side
+    path = Path(args.file)
+    if path.is_dir():
+        path = path / "program.json"
+    try:
+        program = Program.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ProgramError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    try:
+        engine, oracle = load_engine(args.engine, args.device), load_engine(args.oracle,
+                                                                           args.device)
+    except EngineError as exc:
+        raise UsageError(str(exc)) from None
+    o, e = execute(program, oracle), execute(program, engine)
+    found = compare(program, o, e)
+    print(side_by_side(program, o, e, found), end="")
+    print(f"{len(found)} divergence(s) between {engine.name} and {oracle.name}")
+    return 1 if found else 0
+
+
+command("run", "run the conformance suite: generated programs on an engine vs the oracle",
+        _configure_run)(_cmd_run)
+command("replay", "rerun a saved program on an engine and the oracle",
+        _configure_replay)(_cmd_replay)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not the usage block
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gradspec", description="A citable spec of PyTorch autograd semantics, "
         "a reference engine, and a conformance suite.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (help_, configure, fn) in COMMANDS.items():
         p = sub.add_parser(name, help=help_)
         configure(p)
@@ -102,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, "")  # engines named by import path resolve from here, as `python -m`
     args = parser.parse_args(argv)  # argparse itself exits 2 with one usage line
     if not getattr(args, "func", None):
         parser.print_help()

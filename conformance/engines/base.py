@@ -128,7 +128,8 @@ class Engine(ABC):
         """Names of t.grad_fn's next functions, None for inputs that need no grad."""
         raise NotImplementedError
 
-    def version(self, t: Tensor) -> int:
+    def version_counter(self, t: Tensor) -> int:
+        """t._version. (Not named `version`: that attribute is the engine's version string.)"""
         raise NotImplementedError
 
     def retains_grad(self, t: Tensor) -> bool:

@@ -1,0 +1,220 @@
+"""TorchLike: the Engine adapter for any module shaped like `torch` (torch itself, refimpl,
+forks). Each method is the one line of torch code it stands for; conformance/render.py writes
+the same lines into repro scripts, and tests/conformance/test_core_render.py checks they agree.
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from .base import Engine, Tensor
+
+# The capability vocabulary of spec/README.md; a torch-shaped module is assumed to have it all.
+ALL_CAPABILITIES = frozenset({
+    "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
+    "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
+    "warnings"})
+
+BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+          "div": operator.truediv, "matmul": operator.matmul}
+AUGMENTED = {"iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
+             "idiv": operator.itruediv}
+
+
+def nest(values: Sequence[Any], shape: Sequence[int]) -> Any:
+    """Flat row-major values -> nested lists of `shape` (a scalar for shape [])."""
+    if not shape:
+        return values[0]
+    step = len(values) // shape[0] if shape[0] else 0
+    return [nest(values[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+class TorchLike(Engine):
+    def __init__(self, module: ModuleType, name: str, device: str = "cpu",
+                 capabilities: frozenset[str] = ALL_CAPABILITIES):
+        self.torch = module
+        self.name = name
+        self.device = device
+        self.version = str(getattr(module, "__version__", "?"))
+        self.capabilities = frozenset(capabilities)
+
+    # ---- construction and ops -------------------------------------------------------------
+    def leaf(self, values, shape, dtype, requires_grad):
+        kw: dict[str, Any] = {"dtype": getattr(self.torch, dtype)}
+        if requires_grad:
+            kw["requires_grad"] = True
+        if self.device != "cpu":
+            kw["device"] = self.device
+        cast = {"int64": int, "bool": bool}.get(dtype, float)
+        return self.torch.tensor(nest([cast(v) for v in values], list(shape)), **kw)
+
+    def call(self, fn, args, kw):
+        if fn in BINARY:
+            return BINARY[fn](args[0], args[1])
+        t = args[0]
+        if fn == "pow":
+            return t.pow(kw["exponent"])
+        if fn == "clamp":
+            return t.clamp(min=kw.get("min"), max=kw.get("max"))
+        if fn in ("sum", "mean"):
+            dim = kw.get("dim")
+            if dim is None:
+                return getattr(t, fn)()
+            dim = tuple(dim) if isinstance(dim, list) else dim
+            return getattr(t, fn)(dim, keepdim=bool(kw.get("keepdim", False)))
+        return getattr(t, fn)()
+
+    def view(self, target, fn, kw):
+        if fn in ("reshape", "view"):   # shape [] (to 0-d) must be passed as ()
+            shape = kw["shape"]
+            return getattr(target, fn)(*shape) if shape else getattr(target, fn)(())
+        if fn == "t":
+            return target.t()
+        if fn == "transpose":
+            return target.transpose(*kw["dims"])
+        if fn == "unsqueeze":
+            return target.unsqueeze(kw["dim"])
+        if fn == "squeeze":
+            return target.squeeze() if kw.get("dim") is None else target.squeeze(kw["dim"])
+        if fn == "expand":
+            return target.expand(*kw["size"]) if kw["size"] else target.expand(())
+        raise ValueError(f"unknown view {fn!r}")
+
+    def getitem(self, target, index):
+        return target[index]
+
+    def inplace(self, target, fn, args, kw):
+        if fn in AUGMENTED:
+            return AUGMENTED[fn](target, args[0])
+        if fn == "pow_":
+            return target.pow_(kw["exponent"])
+        if fn == "clamp_":
+            return target.clamp_(min=kw.get("min"), max=kw.get("max"))
+        return getattr(target, fn)(*args)
+
+    def setitem(self, target, index, value):
+        target[index] = value
+
+    def detach(self, t):
+        return t.detach()
+
+    def data(self, t):
+        return t.data
+
+    def requires_grad_(self, t, value):
+        t.requires_grad_(value)
+
+    def retain_grad(self, t):
+        t.retain_grad()
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def register_hook(self, t, fn):
+        return t.register_hook(fn)
+
+    def register_post_accumulate_grad_hook(self, t, fn):
+        return t.register_post_accumulate_grad_hook(fn)
+
+    def remove_hook(self, handle):
+        handle.remove()
+
+    # ---- grad modes -----------------------------------------------------------------------
+    def grad_mode(self, mode, enabled=True):
+        if mode == "set_grad_enabled":
+            return self.torch.set_grad_enabled(enabled)
+        return getattr(self.torch, mode)()
+
+    # ---- backward -------------------------------------------------------------------------
+    def backward(self, t, gradient, retain_graph, inputs):
+        t.backward(gradient=gradient, retain_graph=retain_graph,
+                   inputs=list(inputs) if inputs is not None else None)
+
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
+        return self.torch.autograd.grad(
+            list(outputs), list(inputs),
+            grad_outputs=list(grad_outputs) if grad_outputs is not None else None,
+            retain_graph=retain_graph, allow_unused=allow_unused)
+
+    def set_grad(self, t, value):
+        t.grad = value
+
+    # ---- observation ----------------------------------------------------------------------
+    def to_list(self, t):
+        return t.tolist()
+
+    def get_grad(self, t):
+        return t.grad
+
+    def is_leaf(self, t):
+        return bool(t.is_leaf)
+
+    def requires_grad(self, t):
+        return bool(t.requires_grad)
+
+    def shape(self, t):
+        return tuple(int(s) for s in t.shape)
+
+    def dtype(self, t):
+        return str(t.dtype).rsplit(".", 1)[-1]
+
+    def grad_fn_name(self, t):
+        return t.grad_fn.name() if t.grad_fn is not None else None
+
+    def next_functions(self, t):
+        if t.grad_fn is None:
+            return []
+        return [f.name() if f is not None else None for f, _ in t.grad_fn.next_functions]
+
+    def version_counter(self, t):
+        return int(t._version)
+
+    def retains_grad(self, t):
+        return bool(t.retains_grad)
+
+    def scale(self, g: Tensor, factor: float) -> Tensor:
+        return g * factor
+
+    def render_prelude(self):
+        # A subclass changes behaviour in the adapter, which a script importing the module
+        # would not reproduce: it gets a `gradspec replay` repro unless it says otherwise.
+        if type(self) is not TorchLike:
+            return None
+        mod = self.torch.__name__
+        return "import torch" if mod == "torch" else f"import {mod} as torch"
+
+
+def torch_engine(device: str = "cpu") -> TorchLike:
+    from . import EngineError
+    try:
+        import torch
+    except Exception as exc:
+        raise EngineError(f"engine 'torch': cannot import torch: {exc}") from None
+    if device == "cuda" and not torch.cuda.is_available():
+        raise EngineError(f"engine 'torch' on cuda: CUDA is not available in this torch "
+                          f"build ({torch.__version__})")
+    return TorchLike(torch, "torch", device)
+
+
+def refimpl_engine(device: str = "cpu") -> TorchLike:
+    from . import EngineError
+    if device == "cuda":
+        try:
+            import cupy
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            why = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+            raise EngineError(f"engine 'refimpl' on cuda needs cupy and a CUDA GPU: {why}") \
+                from None
+        if n < 1:
+            raise EngineError("engine 'refimpl' on cuda: cupy finds no CUDA GPU")
+    try:
+        import refimpl
+    except Exception as exc:
+        raise EngineError(f"engine 'refimpl': cannot import refimpl: "
+                          f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+    missing = [a for a in ("tensor", "float32", "no_grad", "autograd") if not hasattr(refimpl, a)]
+    if missing:
+        raise EngineError(f"engine 'refimpl': the refimpl module is incomplete (no "
+                          f"{', '.join(missing)})")
+    return TorchLike(refimpl, "refimpl", device)

@@ -1,0 +1,155 @@
+"""What `gradspec run` and `gradspec replay` write and print.
+
+Per divergent program, a folder under OUT/divergences/:
+    program.json         the (minimized) program; `gradspec replay` reads it
+    divergence.json      the divergences (with clause IDs) and both traces
+    traces.txt           the two traces side by side, differing statements marked
+    repro_torch.py       the program as plain torch code
+    repro_<engine>.py    the same on the engine under test (`import X as torch`), or a script
+                         that runs `gradspec replay` for engines without a torch-shaped module
+OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
+repro paths; `clause_table` is the table printed at the end of a run.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compare import Divergence, outcome
+from .engines.base import Engine
+from .executor import Event, Trace
+from .program import Program
+from .render import render, render_replay, statement
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "engine"
+
+
+def _cell(ev: Event | None) -> str:
+    if ev is None:
+        return "-"
+    text = outcome(ev)
+    if ev.op in ("observe", "grad") and ev.status == "ok":
+        text = json.dumps(ev.value)
+    if ev.warnings:
+        text += f" warns {','.join(ev.warnings)}"
+    if ev.hooks:
+        text += " hooks " + " ".join(f"{h[0]}={json.dumps(h[1])}" for h in ev.hooks)
+    return text
+
+
+def side_by_side(program: Program, oracle: Trace | None, engine: Trace | None,
+                 divergences: list[Divergence], width: int = 60) -> str:
+    """One row per statement: source, oracle, engine; '!!' marks a divergent statement."""
+    bad = {d.path for d in divergences}
+    ob = oracle.by_path() if oracle else {}
+    eb = engine.by_path() if engine else {}
+    oname = f"oracle {oracle.engine} {oracle.version}" if oracle else "oracle"
+    ename = f"engine {engine.engine} {engine.version}" if engine else "engine"
+    rows = [f"   {'path':<6} {'statement':<{width}}  {oname}  ||  {ename}"]
+    for path, s in program.walk():
+        src = statement(s, path)[0]
+        depth = path.count(".")
+        src = ("    " * depth + src)[:width]
+        mark = "!!" if path in bad else "  "
+        rows.append(f"{mark} {path:<6} {src:<{width}}  {_cell(ob.get(path))}  ||  "
+                    f"{_cell(eb.get(path))}")
+    rows.append("")
+    rows += [str(d) for d in divergences]
+    return "\n".join(rows) + "\n"
+
+
+def write_divergence(folder: Path, program: Program, oracle: Trace | None,
+                     engine_trace: Trace | None, divergences: list[Divergence],
+                     engine: Engine, engine_spec: str, oracle_spec: str) -> dict[str, str]:
+    """Write one divergence folder; returns the paths written, by role."""
+    folder.mkdir(parents=True, exist_ok=True)
+    traces = [t for t in (oracle, engine_trace) if t is not None]
+    first = divergences[0] if divergences else None
+    title = (f"gradspec divergence: {engine.name} vs {oracle_spec}"
+             + (f", statement {first.path}: {first.what} [{', '.join(first.clauses)}]"
+                if first and first.path else f": {first.what}" if first else ""))
+    paths = {"program": folder / "program.json", "divergence": folder / "divergence.json",
+             "traces": folder / "traces.txt", "repro_torch": folder / "repro_torch.py"}
+    ename = safe_name(engine.name)
+    paths["repro_engine"] = folder / f"repro_{ename if ename != 'torch' else 'engine'}.py"
+    paths["program"].write_text(program.dumps() + "\n", encoding="utf-8")
+    paths["divergence"].write_text(json.dumps({
+        "engine": engine_spec, "oracle": oracle_spec, "device": engine.device,
+        "divergences": [d.to_json() for d in divergences],
+        "oracle_trace": oracle.to_json() if oracle else None,
+        "engine_trace": engine_trace.to_json() if engine_trace else None,
+    }, indent=1) + "\n", encoding="utf-8")
+    paths["traces"].write_text(side_by_side(program, oracle, engine_trace, divergences),
+                               encoding="utf-8")
+    guard_all = not traces      # a crash or hang: which statements raise is unknown
+    paths["repro_torch"].write_text(render(program, "import torch", traces, title, guard_all),
+                                    encoding="utf-8")
+    prelude = engine.render_prelude()
+    paths["repro_engine"].write_text(
+        render(program, prelude, traces, title, guard_all) if prelude else
+        render_replay("program.json", engine_spec, oracle_spec, engine.device),
+        encoding="utf-8")
+    return {k: str(v) for k, v in paths.items()}
+
+
+@dataclass
+class Report:
+    engine: str
+    engine_version: str
+    device: str
+    oracle: str
+    oracle_version: str
+    spec_version: str
+    seed: int
+    count: int
+    size: int
+    jobs: int
+    programs: int = 0                       # programs run to the end (or crashed/timed out)
+    clauses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+    oracle_failures: list[dict[str, Any]] = field(default_factory=list)  # not divergences
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.divergences else 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["divergent_programs"] = len(self.divergences)
+        return d
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
+                divergent: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per active clause: programs that exercised it, divergent programs citing it, and
+    whether the engine can express it at all (its `requires` are all capabilities)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for c in spec.active():
+        applicable = all(r in capabilities for r in c.requires)
+        rows[c.id] = {"programs": exercised.get(c.id, 0), "divergences": divergent.get(c.id, 0),
+                      "applicable": applicable}
+    for cid in exercised:   # clauses tagged in programs but absent from the spec
+        rows.setdefault(cid, {"programs": exercised[cid], "divergences": divergent.get(cid, 0),
+                              "applicable": True})
+    return rows
+
+
+def clause_table(rows: dict[str, dict[str, Any]]) -> str:
+    w = max([len(c) for c in rows] + [6])
+    out = [f"{'clause':<{w}}  {'programs':>8}  {'divergences':>11}"]
+    for cid, r in rows.items():
+        if not r["applicable"]:
+            out.append(f"{cid:<{w}}  {'n/a':>8}  {'n/a':>11}")
+        else:
+            out.append(f"{cid:<{w}}  {r['programs']:>8}  {r['divergences']:>11}")
+    return "\n".join(out)

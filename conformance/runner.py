@@ -1,0 +1,336 @@
+"""A conformance campaign: generate programs, run each on the engine and the oracle in worker
+processes, compare, shrink each divergence and write it out (conformance/report.py).
+
+Workers are separate processes so that an engine that crashes or hangs on one program is
+reported (a divergence of kind crash or timeout) and the run goes on with a fresh worker.
+Program i is generated from its own seed, derived from the campaign seed alone, so the results
+do not depend on --jobs or on timing.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from .compare import Divergence, compare
+from .engines import EngineError, load_engine
+from .engines.base import Engine
+from .executor import Trace, execute
+from .minimize import diverges_like, minimize
+from .program import Program
+from .report import Report, clause_rows, clause_table, write_divergence
+from .specdoc import load_spec
+
+ProgramSource = Callable[[int, frozenset[str], int], Program]
+Progress = Callable[[int, int, int, float], None]
+
+
+def program_seeds(seed: int, count: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.getrandbits(48) for _ in range(count)]
+
+
+def default_source(seed: int, capabilities: frozenset[str], size: int) -> Program:
+    from .generate import program_for_seed
+    return program_for_seed(seed, capabilities, size)
+
+
+def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
+          shrink_seconds: float = 10.0,
+          on_engine: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run one program on both engines; a JSON-able result, the program shrunk if divergent.
+    `on_engine` is called between the oracle's run and the engine's."""
+    o = execute(program, oracle)
+    if on_engine:
+        on_engine()
+    e = execute(program, engine)
+    found = compare(program, o, e)
+    result: dict[str, Any] = {"clauses": program.clauses(), "divergences": []}
+    if not found:
+        return result
+    if shrink:
+        small = minimize(program, diverges_like(oracle, engine, found[0]),
+                         max_seconds=shrink_seconds)
+        so, se = execute(small, oracle), execute(small, engine)
+        again = compare(small, so, se)
+        if again:
+            program, o, e, found = small, so, se, again
+    result.update(program=program.to_json(), oracle=o.to_json(), engine=e.to_json(),
+                  divergences=[d.to_json() for d in found])
+    return result
+
+
+def _worker(conn: Connection, phase: Any, engine_spec: str, oracle_spec: str, device: str,
+            size: int, caps: frozenset[str], source: ProgramSource, shrink: bool,
+            shrink_s: float) -> None:
+    try:
+        engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
+    except EngineError as exc:
+        conn.send(("fatal", None, str(exc)))
+        return
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        index, pseed = task
+        try:
+            program = source(pseed, caps, size)
+            # a crash or hang is the oracle's until the engine's turn is marked in `phase`
+            # (shared memory, not a message: no system call per program)
+            first = check(program, oracle, engine, shrink=False,
+                          on_engine=lambda i=index: setattr(phase, "value", i))
+            if first["divergences"] and shrink:
+                conn.send(("diverged", index, first))   # kept if shrinking dies or hangs
+                first = check(program, oracle, engine, shrink=True, shrink_seconds=shrink_s)
+            conn.send(("done", index, first))
+        except Exception:
+            conn.send(("done", index, {"clauses": [], "internal": traceback.format_exc()}))
+
+
+class _Slot:
+    """One worker process and the task it is on."""
+
+    def __init__(self, ctx, args: tuple[Any, ...]):
+        self.conn, child = ctx.Pipe()
+        self.phase = ctx.RawValue("q", -1)     # index of the program the engine is running
+        self.proc = ctx.Process(target=_worker, args=(child, self.phase, *args), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: tuple[int, int] | None = None
+        self.deadline = 0.0
+        self.partial: dict[str, Any] | None = None
+
+    def give(self, task: tuple[int, int], timeout: float) -> None:
+        self.task, self.deadline, self.partial = task, time.monotonic() + timeout, None
+        self.conn.send(task)
+
+    @property
+    def culprit(self) -> str:
+        return "engine" if self.task and self.phase.value == self.task[0] else "oracle"
+
+    def stop(self, kill: bool = False) -> None:
+        try:
+            if kill:
+                self.proc.kill()
+            else:
+                self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def _failure(slot: _Slot, what: str, detail: str) -> dict[str, Any]:
+    """A crash or hang. The engine's is a divergence; the oracle's cannot judge the engine
+    and is reported apart (it is a bug in the oracle, or a program to stop generating)."""
+    if slot.partial:
+        return slot.partial
+    if slot.culprit == "oracle":
+        verb = {"crash": "crashed", "timeout": "timed out"}[what]
+        return {"oracle_failure": f"the oracle {verb}: {detail}"}
+    return {"failure": Divergence("", "program", what, "completed", detail).to_json()}
+
+
+def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int], size: int,
+                 caps: frozenset[str], jobs: int, timeout: float,
+                 source: ProgramSource = default_source, shrink: bool = True,
+                 progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Results per program, in seed order; crashes and hangs become failure results."""
+    # fork starts workers fastest; CUDA (torch or cupy) cannot cross a fork, and macOS
+    # frameworks are not fork-safe, so spawn there
+    method = os.environ.get("GRADSPEC_START_METHOD") or (
+        "fork" if sys.platform.startswith("linux") and device == "cpu" else "spawn")
+    ctx = mp.get_context(method)
+    args = (engine_spec, oracle_spec, device, size, caps, source, shrink, 2 * timeout)
+    tasks = list(enumerate(seeds))[::-1]
+    results: list[dict[str, Any] | None] = [None] * len(seeds)
+    slots = [_Slot(ctx, args) for _ in range(max(1, min(jobs, len(seeds))))]
+    done = divergent = 0
+    start = time.monotonic()
+
+    def finish(slot: _Slot, result: dict[str, Any]) -> None:
+        nonlocal done, divergent
+        assert slot.task is not None
+        results[slot.task[0]] = result
+        done += 1
+        divergent += bool(result.get("divergences") or result.get("failure")
+                          or result.get("internal"))  # oracle failures are not the engine's
+        slot.task = None
+        if progress:
+            progress(done, len(seeds), divergent, time.monotonic() - start)
+
+    try:
+        while done < len(seeds):
+            for slot in slots:
+                if slot.task is None and tasks:
+                    slot.give(tasks.pop(), timeout)
+            busy = [s for s in slots if s.task is not None]
+            now = time.monotonic()
+            ready = wait([s.conn for s in busy], timeout=max(0.0, min(
+                s.deadline for s in busy) - now))
+            for i, slot in enumerate(slots):
+                if slot.task is None:
+                    continue
+                if slot.conn in ready:
+                    try:
+                        kind, index, payload = slot.conn.recv()
+                    except (EOFError, OSError):
+                        slot.proc.join(timeout=5)
+                        finish(slot, _failure(
+                            slot, "crash", f"worker died (exit code {slot.proc.exitcode})"))
+                        slot.stop(kill=True)
+                        slots[i] = _Slot(ctx, args)
+                        continue
+                    if kind == "fatal":
+                        raise EngineError(payload)
+                    if kind == "diverged":  # shrinking next: give it more time
+                        slot.partial, slot.deadline = payload, time.monotonic() + 3 * timeout
+                    else:
+                        finish(slot, payload)
+                elif time.monotonic() > slot.deadline:
+                    finish(slot, _failure(slot, "timeout", f"no result within {timeout:g} s"))
+                    slot.stop(kill=True)
+                    slots[i] = _Slot(ctx, args)
+    finally:
+        for slot in slots:
+            slot.stop(kill=slot.task is not None)
+    return [r or {} for r in results]
+
+
+def stderr_progress(done: int, total: int, divergent: int, seconds: float) -> None:
+    """A progress line on stderr: rewritten in place on a terminal, every 10% otherwise."""
+    tty = sys.stderr.isatty()
+    if not tty and done != total and done % max(1, total // 10):
+        return
+    rate = done / seconds if seconds > 0 else 0.0
+    line = f"[{done}/{total}] {rate:.1f} programs/s, {divergent} divergent"
+    end = "\n" if not tty or done == total else ""
+    print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
+
+
+def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed: int = 0,
+                 count: int = 300, size: int = 20, jobs: int = 1, timeout: float = 10.0,
+                 out_dir: str | Path = "gradspec-out", progress: Progress | bool | None = True,
+                 device: str = "cpu", source: ProgramSource = default_source,
+                 shrink: bool = True) -> Report:
+    """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
+    per divergent program; return the Report (exit_code 0 or 1)."""
+    engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
+    caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+    spec = load_spec()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)      # fail now, not after the run
+    shutil.rmtree(out / "divergences", ignore_errors=True)
+    shutil.rmtree(out / "oracle-failures", ignore_errors=True)
+    report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
+                    spec.version, seed, count, size, jobs)
+    start = time.monotonic()
+    seeds = program_seeds(seed, count)
+    results = run_programs(engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout,
+                           source, shrink,
+                           stderr_progress if progress is True else progress or None)
+    exercised: dict[str, int] = {}
+    divergent: dict[str, int] = {}
+    for index, (pseed, r) in enumerate(zip(seeds, results, strict=True)):
+        for cid in r.get("clauses", []):
+            exercised[cid] = exercised.get(cid, 0) + 1
+        if r.get("oracle_failure"):
+            report.oracle_failures.append(_record_oracle_failure(
+                index, pseed, r["oracle_failure"], engine, engine_spec, oracle_spec, caps, size,
+                source, out))
+            continue
+        entry = _record(index, pseed, r, engine, engine_spec, oracle_spec, caps, size, source,
+                        out)
+        if entry:
+            report.divergences.append(entry)
+            for cid in entry["primary"]:
+                divergent[cid] = divergent.get(cid, 0) + 1
+    report.programs = len(results)
+    report.clauses = clause_rows(spec, caps, exercised, divergent)
+    report.seconds = round(time.monotonic() - start, 3)
+    report.write(out / "report.json")
+    return report
+
+
+def _regenerate(source: ProgramSource, pseed: int, caps: frozenset[str], size: int) -> Program:
+    try:
+        return source(pseed, caps, size)
+    except Exception:
+        return Program([], seed=pseed)
+
+
+def _record_oracle_failure(index: int, pseed: int, detail: str, engine: Engine,
+                           engine_spec: str, oracle_spec: str, caps: frozenset[str], size: int,
+                           source: ProgramSource, out: Path) -> dict[str, Any]:
+    program = _regenerate(source, pseed, caps, size)
+    folder = out / "oracle-failures" / f"{index:04d}-seed{pseed}"
+    div = Divergence("", "program", "oracle failure", detail, "not judged")
+    paths = write_divergence(folder, program, None, None, [div], engine, engine_spec,
+                             oracle_spec)
+    return {"index": index, "program_seed": pseed, "detail": detail, "folder": str(folder),
+            "repro_torch": paths["repro_torch"]}
+
+
+def _record(index: int, pseed: int, r: dict[str, Any], engine: Engine, engine_spec: str,
+            oracle_spec: str, caps: frozenset[str], size: int, source: ProgramSource,
+            out: Path) -> dict[str, Any] | None:
+    """Write the folder of a divergent program; its entry for report.json (None if none)."""
+    if not (r.get("divergences") or r.get("failure") or r.get("internal")):
+        return None
+    oracle_trace = engine_trace = None
+    if r.get("divergences"):
+        program = Program.from_json(r["program"])
+        divs = [Divergence.from_json(d) for d in r["divergences"]]
+        oracle_trace, engine_trace = Trace.from_json(r["oracle"]), Trace.from_json(r["engine"])
+    else:  # crash, timeout or a gradspec bug: regenerate the program, it is deterministic
+        program = _regenerate(source, pseed, caps, size)
+        divs = [Divergence.from_json(r["failure"]) if r.get("failure") else
+                Divergence("", "program", "internal", "completed",
+                           r["internal"].strip().splitlines()[-1])]
+        if r.get("internal"):
+            divs[0].engine += " (a gradspec bug: see the traceback in report.json)"
+    folder = out / "divergences" / f"{index:04d}-seed{pseed}"
+    paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, engine,
+                             engine_spec, oracle_spec)
+    # `clauses`: every clause involved; `primary`: those of the divergent statements themselves,
+    # which the per-clause table counts (the involved list names the whole backward slice)
+    cites: dict[str, None] = {}
+    primary: dict[str, None] = {}
+    stmts = dict(program.walk())
+    for d in divs:
+        cites.update(dict.fromkeys(d.clauses))
+        primary.update(dict.fromkeys(stmts[d.path].clauses if d.path in stmts else []))
+    return {"index": index, "program_seed": pseed, "what": divs[0].what,
+            "path": divs[0].path, "clauses": list(cites), "primary": list(primary or cites),
+            "statements": sum(1 for _ in program.walk()),
+            "minimized_from": program.meta.get("minimized_from"), "first": str(divs[0]),
+            "folder": str(folder), **{k: v for k, v in paths.items()},
+            **({"traceback": r["internal"]} if r.get("internal") else {})}
+
+
+def print_summary(report: Report, out_dir: str | Path) -> None:
+    print(clause_table(report.clauses))
+    print()
+    print(f"{report.engine} {report.engine_version} ({report.device}) vs {report.oracle} "
+          f"{report.oracle_version}, spec {report.spec_version}, seed {report.seed}: "
+          f"{report.programs} programs, {len(report.divergences)} divergent, "
+          f"{report.seconds:.1f} s")
+    for d in report.divergences[:20]:
+        print(f"  #{d['index']} {d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
+    if len(report.divergences) > 20:
+        print(f"  ... {len(report.divergences) - 20} more in {Path(out_dir) / 'report.json'}")
+    for f in report.oracle_failures:
+        print(f"  oracle failure on program #{f['index']} (not counted as a divergence): "
+              f"{f['detail']}\n      repro: {f['repro_torch']}")
+    print(f"report: {Path(out_dir) / 'report.json'}")

@@ -1,0 +1,217 @@
+"""Hand-written programs and deliberately broken adapters for the core tests (the generator is
+tested in test_gen_*), plus tests of the executor on them. Other test_core_* files import this
+module as tests.conformance.test_core_programs; the CLI tests name its functions by import path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from conformance.compare import compare
+from conformance.engines import load_engine
+from conformance.engines.torchlike import TorchLike
+from conformance.executor import Trace, execute
+from conformance.program import Program
+from conformance.program import Stmt as S
+
+MOD = "tests.conformance.test_core_programs"
+
+
+def leaf(out, values, shape, dtype="float32", rg=True, clauses=()):
+    return S("leaf", out=out, params={"values": values, "shape": shape, "dtype": dtype,
+                                      "requires_grad": rg}, clauses=list(clauses))
+
+
+def obs(target, what, clauses=()):
+    return S("observe", target=target, params={"what": what}, clauses=list(clauses))
+
+
+def sample() -> Program:
+    """Every statement kind, several error kinds, hooks, a grad-mode block."""
+    return Program([
+        leaf("x", [1.0, 2.0, 3.0, 4.0], [2, 2], clauses=["LEAF-1"]),
+        leaf("c", [0.5], [], "float64", rg=False),
+        S("call", out="y", args=["x", 2.0], params={"fn": "mul"}, clauses=["GRAPH-1"]),
+        S("call", out="z", args=[1.0, "y"], params={"fn": "sub"}),
+        S("hook", out="h1", target="y", params={"behaviour": "record", "label": "h1"},
+          clauses=["HOOK-1"]),
+        S("hook", out="h2", target="y", params={"behaviour": "scale", "factor": 3.0,
+                                                "label": "h2"}, clauses=["HOOK-4"]),
+        S("post_hook", out="p", target="x", params={"label": "p"}, clauses=["HOOK-13"]),
+        S("call", out="w", args=["z"], params={"fn": "exp"}),
+        S("call", out="l", args=["w"], params={"fn": "sum", "kw": {"dim": None}}),
+        S("retain_grad", target="z", clauses=["RETAIN-1"]),
+        S("inplace", target="x", args=[1.0], params={"fn": "add_"}, clauses=["INPLACE-1"]),
+        S("backward", target="l", params={"retain_graph": True}, clauses=["API-2"]),
+        obs("x", "grad", ["LEAF-5"]),
+        obs("z", "grad", ["RETAIN-1"]),
+        obs("y", "grad", ["RETAIN-7"]),
+        obs("w", "grad_fn", ["GRAPH-3"]),
+        obs("w", "next_functions", ["GRAPH-4"]),
+        obs("x", "version", ["VER-1"]),
+        S("mode", params={"mode": "no_grad"}, clauses=["MODE-1"], body=[
+            S("call", out="q", args=["x", "x"], params={"fn": "add"}),
+            S("inplace", target="x", args=[0.0], params={"fn": "fill_"}, clauses=["INPLACE-4"]),
+            obs("q", "requires_grad", ["MODE-1"]),
+        ]),
+        S("remove", target="h2", clauses=["HOOK-6"]),
+        S("view", out="v", target="w", params={"fn": "transpose", "kw": {"dims": [0, 1]}}),
+        S("call", out="m", args=["v"], params={"fn": "sum", "kw": {"dim": [0],
+                                                                  "keepdim": True}}),
+        S("grad", params={"outputs": ["l"], "inputs": ["x", "c"], "outs": ["gx", "gc"]}),
+        obs("gx", "value"),
+        S("backward", target="w", clauses=["API-1"]),
+        S("getitem", out="r", target="w", params={"index": [0, {"slice": [0, 1, None]}]}),
+        obs("r", "shape"),
+        S("set_grad", target="x", args=[None], clauses=["LEAF-14"]),
+        S("backward", target="l"),
+        S("backward", target="l", clauses=["FREE-1"]),
+        obs("x", "grad", ["LEAF-7"]),
+    ], seed=7)
+
+
+def saved_output() -> Program:
+    """VER-7: exp saves its output; modifying it in place breaks backward."""
+    return Program([
+        leaf("a", [0.1, 0.2, 0.3], [3], "float64"),
+        S("call", out="b", args=["a"], params={"fn": "exp"}, clauses=["VER-10"]),
+        S("inplace", target="b", args=[2.0], params={"fn": "mul_"}, clauses=["VER-2"]),
+        obs("b", "version", ["VER-2"]),
+        S("call", out="s", args=["b"], params={"fn": "sum"}),
+        S("backward", target="s", clauses=["VER-7"]),
+        obs("a", "grad", ["LEAF-5"]),
+    ], seed=8)
+
+
+def no_backward() -> Program:
+    """Nothing that a backward-breaking engine could get wrong."""
+    return Program([
+        leaf("a", [1.0, -2.0], [2], rg=False),
+        S("call", out="b", args=["a"], params={"fn": "relu"}, clauses=["GRAPH-2"]),
+        obs("b", "value"),
+        obs("b", "grad_fn", ["GRAPH-2"]),
+        leaf("o", [3.0], [1], rg=False),
+        S("view", out="s", target="o", params={"fn": "reshape", "kw": {"shape": []}}),
+        S("view", out="e", target="s", params={"fn": "expand", "kw": {"size": []}}),
+        obs("e", "shape"),
+    ], seed=9)
+
+
+PROGRAMS = [sample, saved_output, no_backward]
+
+
+def source(seed: int, capabilities=None, size: int = 20) -> Program:
+    """A program source for run_campaign / `gradspec run --source`."""
+    p = PROGRAMS[seed % len(PROGRAMS)]()
+    p.seed = seed
+    return p
+
+
+def broken_source(seed: int, capabilities=None, size: int = 20) -> Program:
+    """A generator with a bug on every other seed."""
+    if seed % 2:
+        raise KeyError("generator bug")
+    return source(seed, capabilities, size)
+
+
+# ---- deliberately broken adapters -----------------------------------------------------------
+class NoLeafCheck(TorchLike):
+    """Lets in-place ops modify leaves that require grad (breaks INPLACE-1)."""
+
+    def inplace(self, target, fn, args, kw):
+        if target.is_leaf and target.requires_grad:
+            with self.torch.no_grad():
+                return super().inplace(target, fn, args, kw)
+        return super().inplace(target, fn, args, kw)
+
+
+class Crashing(TorchLike):
+    def backward(self, t, gradient, retain_graph, inputs):
+        os._exit(3)
+
+
+class Hanging(TorchLike):
+    def backward(self, t, gradient, retain_graph, inputs):
+        time.sleep(600)
+
+
+class WrongTypes(TorchLike):
+    """Answers with numpy arrays and foreign objects instead of plain data."""
+
+    def to_list(self, t):
+        return t.detach().numpy()
+
+    def grad_fn_name(self, t):
+        return object()
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def no_leaf_check(device="cpu"):
+    return NoLeafCheck(_torch(), "noleafcheck", device)
+
+
+def crashing(device="cpu"):
+    return Crashing(_torch(), "crashing", device)
+
+
+def hanging(device="cpu"):
+    return Hanging(_torch(), "hanging", device)
+
+
+def wrong_types(device="cpu"):
+    return WrongTypes(_torch(), "wrongtypes", device)
+
+
+def not_an_engine(device="cpu"):
+    return object()
+
+
+def failing_factory(device="cpu"):
+    raise ImportError("libfoo.so: cannot open shared object file\nsecond line")
+
+
+# ---- tests of the executor ------------------------------------------------------------------
+def test_sample_trace_outcomes():
+    t = execute(sample(), load_engine("torch"))
+    ev = t.by_path()
+    assert ev["10"].error == "LEAF_INPLACE"
+    assert [h[0] for h in ev["11"].hooks] == ["h1", "h2", "p"]
+    assert ev["14"].warnings == ["NONLEAF_GRAD_ACCESS"] and ev["14"].value is None
+    assert ev["15"].value == "ExpBackward0"
+    assert ev["18.2"].value is False
+    assert ev["22"].status == "error" and ev["23"].status == "skipped"  # gx never bound
+    assert ev["24"].error == "IMPLICIT_GRAD_NONSCALAR"
+    assert ev["26"].value == [1]
+    assert ev["29"].error == "GRAPH_FREED"
+    assert [h[0] for h in ev["28"].hooks] == ["h1", "p"]        # h2 was removed
+
+
+def test_version_error_kind():
+    ev = execute(saved_output(), load_engine("torch")).by_path()
+    assert ev["3"].value == 1
+    assert ev["5"].error == "VERSION_MISMATCH"
+
+
+def test_trace_round_trips_through_json():
+    t = execute(sample(), load_engine("torch"))
+    again = Trace.from_json(json.loads(json.dumps(t.to_json())))
+    assert again == t
+
+
+def test_torch_against_itself_has_no_divergence():
+    e = load_engine("torch")
+    for make in PROGRAMS:
+        p = make()
+        assert compare(p, execute(p, e), execute(p, e)) == []
+
+
+def test_unknown_name_is_skipped_not_raised():
+    p = Program([obs("nothing", "value"), S("call", out="y", args=["nothing"],
+                                            params={"fn": "exp"}), obs("y", "value")])
+    t = execute(p, load_engine("torch"))
+    assert [e.status for e in t.events] == ["skipped"] * 3

@@ -1,0 +1,96 @@
+"""conformance.runner: campaigns in worker processes. Crashes and hangs are reported and the
+run goes on; the oracle's own failures are kept apart; -n 2 gives what -n 1 gives."""
+from __future__ import annotations
+
+import json
+
+from conformance.runner import program_seeds, run_campaign
+from tests.conformance.test_core_programs import MOD, source
+
+NAMES = {0: "sample", 1: "saved_output", 2: "no_backward"}
+
+
+def campaign(tmp_path, engine="torch", oracle="torch", **kw):
+    kw.setdefault("count", 6)
+    kw.setdefault("timeout", 5.0)
+    return run_campaign(engine, oracle, out_dir=tmp_path, progress=None, source=source, **kw)
+
+
+def kinds(seeds):
+    return [NAMES[s % 3] for s in seeds]
+
+
+def test_torch_against_itself(tmp_path):
+    report = campaign(tmp_path)
+    assert report.exit_code == 0 and report.programs == 6 and report.divergences == []
+    data = json.loads((tmp_path / "report.json").read_text())
+    for key in ("engine", "engine_version", "device", "oracle", "oracle_version",
+                "spec_version", "seed", "clauses", "divergences"):
+        assert key in data
+    exercised = {c for c, r in data["clauses"].items() if r["programs"]}
+    assert {"LEAF-1", "VER-7", "GRAPH-2"} <= exercised
+
+
+def test_divergences_are_written_and_jobs_do_not_change_results(tmp_path):
+    one = campaign(tmp_path / "one", f"{MOD}:no_leaf_check", jobs=1)
+    two = campaign(tmp_path / "two", f"{MOD}:no_leaf_check", jobs=2)
+    assert one.exit_code == 1
+    want = [i for i, k in enumerate(kinds(program_seeds(0, 6))) if k == "sample"]
+    assert [d["index"] for d in one.divergences] == want
+    strip = ("folder", "program", "divergence", "traces", "repro_torch", "repro_engine")
+    assert [{k: v for k, v in d.items() if k not in strip} for d in one.divergences] == \
+        [{k: v for k, v in d.items() if k not in strip} for d in two.divergences]
+    assert one.clauses == two.clauses
+    d = one.divergences[0]
+    assert d["what"] == "outcome" and d["clauses"][0] == "INPLACE-1" and d["statements"] == 2
+    for key in ("program", "divergence", "traces", "repro_torch", "repro_engine"):
+        assert (tmp_path / "one").joinpath(d[key].split("one/", 1)[1]).exists()
+    assert one.clauses["INPLACE-1"]["divergences"] == len(want)
+
+
+def test_a_crashing_engine_does_not_end_the_run(tmp_path):
+    report = campaign(tmp_path, f"{MOD}:crashing", jobs=2)
+    seeds = program_seeds(0, 6)
+    crashed = [i for i, k in enumerate(kinds(seeds)) if k != "no_backward"]
+    assert report.programs == 6 and [d["index"] for d in report.divergences] == crashed
+    assert all(d["what"] == "crash" and "exit code 3" in d["first"]
+               for d in report.divergences)
+    folder = tmp_path / "divergences"
+    assert len(list(folder.glob("*/program.json"))) == len(crashed)
+
+
+def test_a_hanging_engine_times_out(tmp_path):
+    report = campaign(tmp_path, f"{MOD}:hanging", count=3, timeout=1.0)
+    hung = [i for i, k in enumerate(kinds(program_seeds(0, 3))) if k != "no_backward"]
+    assert [d["index"] for d in report.divergences] == hung
+    assert all(d["what"] == "timeout" for d in report.divergences)
+
+
+def test_the_oracle_crashing_is_not_the_engines_divergence(tmp_path):
+    report = campaign(tmp_path, "torch", f"{MOD}:crashing", count=3)
+    assert report.exit_code == 0 and report.divergences == []
+    assert report.oracle_failures and "the oracle crashed" in report.oracle_failures[0]["detail"]
+
+
+def test_clauses_the_engine_cannot_express_are_not_applicable():
+    from conformance.engines.torchlike import ALL_CAPABILITIES
+    from conformance.report import clause_rows, clause_table
+    from conformance.specdoc import load_spec
+    spec = load_spec()
+    caps = ALL_CAPABILITIES - {"hooks"}
+    rows = clause_rows(spec, caps, {"LEAF-1": 4, "HOOK-2": 1}, {"LEAF-1": 1})
+    assert rows["LEAF-1"] == {"programs": 4, "divergences": 1, "applicable": True}
+    assert rows["HOOK-2"]["applicable"] is False
+    table = clause_table(rows).splitlines()
+    assert next(ln for ln in table if ln.startswith("HOOK-2 ")).split()[1:] == ["n/a", "n/a"]
+    assert next(ln for ln in table if ln.startswith("LEAF-1 ")).split()[1:] == ["4", "1"]
+
+
+def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
+    from tests.conformance.test_core_programs import broken_source
+    report = run_campaign("torch", "torch", count=4, out_dir=tmp_path, progress=None,
+                          source=broken_source)
+    bad = [i for i, s in enumerate(program_seeds(0, 4)) if s % 2]
+    assert [d["index"] for d in report.divergences] == bad and report.exit_code == 1
+    assert all(d["what"] == "internal" and "KeyError" in d["traceback"]
+               for d in report.divergences)
