@@ -88,7 +88,9 @@ def values_equal(got: Any, want: Any) -> bool:
             return math.isnan(got)
         return math.isclose(got, want, rel_tol=REL_TOL, abs_tol=ABS_TOL)
     if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(got) == len(want) and all(values_equal(g, w) for g, w in zip(got, want))
+        if len(got) != len(want):
+            return False
+        return all(values_equal(g, w) for g, w in zip(got, want, strict=True))
     return bool(got == want)
 
 

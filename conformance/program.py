@@ -117,7 +117,8 @@ class Stmt:
     @classmethod
     def from_json(cls, d: dict[str, Any], where: str = "statement") -> Stmt:
         if not isinstance(d, dict) or d.get("op") not in OPS:
-            raise ProgramError(f"{where}: unknown or missing op {d.get('op') if isinstance(d, dict) else d!r}")
+            got = d.get("op") if isinstance(d, dict) else d
+            raise ProgramError(f"{where}: unknown or missing op {got!r}")
         unknown = set(d) - {"op", "out", "target", "args", "params", "body", "clauses"}
         if unknown:
             raise ProgramError(f"{where}: unknown fields {sorted(unknown)}")

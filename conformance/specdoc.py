@@ -122,7 +122,7 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
             if i + 2 >= len(lines):
                 raise SpecError(f"{where}: {cid}: metadata table has no row")
             vals = [c.strip() for c in lines[i + 2].strip().strip("|").split("|")]
-            meta = dict(zip(keys, vals))
+            meta = dict(zip(keys, vals, strict=False))
         i += 1
     for key in ("status", "verified", "since", "requires"):
         if not meta.get(key):

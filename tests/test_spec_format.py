@@ -7,7 +7,11 @@ import pytest
 
 from conformance.examples import _markers
 from conformance.specdoc import (
-    AREA_FILES, load_errors, load_spec, parse_file, render_index, spec_dir,
+    AREA_FILES,
+    load_errors,
+    load_spec,
+    render_index,
+    spec_dir,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +53,8 @@ def test_clause_ids_are_locked():
     missing = [cid for cid in locked if cid not in SPEC.clauses]
     assert not missing, f"clauses removed from spec/ (withdraw them instead): {missing}"
     unlocked = [cid for cid in SPEC.clauses if cid not in locked]
-    assert not unlocked, f"new clauses not in spec/clauses.lock (run gradspec index --write): {unlocked}"
+    assert not unlocked, (
+        f"new clauses not in spec/clauses.lock (run gradspec index --write): {unlocked}")
 
 
 def test_load_spec_rejects_duplicate_id(tmp_path):
