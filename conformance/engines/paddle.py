@@ -1,0 +1,333 @@
+"""PaddlePaddle (dynamic graph, CPU) as a gradspec engine: `load_engine('paddle')`.
+
+It implements no clause; it lets the suite check Paddle against all clauses whose capabilities
+(spec/README.md) it declares. What it found is in docs/findings.md.
+
+Each adapter method is the paddle code a torch program statement maps onto:
+
+    requires_grad            not t.stop_gradient (t.requires_grad_ to set it)
+    retain_grad              t.retain_grads()
+    register_hook            t.register_hook(fn), removable handle
+    post-accumulate hook     t._register_backward_hook(fn) (private; called after the leaf's
+                             grad is accumulated; no handle, so removal is adapter bookkeeping)
+    _version                 t.inplace_version
+    autograd.grad            paddle.grad
+    grad modes               paddle.no_grad / enable_grad / set_grad_enabled
+    in-place ops             add_ subtract_ multiply_ divide_ pow_ clip_ ... F.relu_; Python
+                             numbers become 0-d tensors of the target's dtype (paddle's add_
+                             etc. take tensors only); `x += y` is Python's augmented assignment
+    views                    reshape view t transpose (a permutation) unsqueeze squeeze expand,
+                             basic indexing. All share data and inplace_version with their base
+                             except expand, which copies (docs/findings.md).
+
+Adapter limitations (not paddle divergences; docs/findings.md lists them):
+- backward(inputs=...) has no paddle equivalent: the adapter raises AdapterLimit (kind OTHER).
+  `program_source` below is a generator wrapper that leaves such statements out.
+- `retains_grad` is not a paddle attribute: it is adapter bookkeeping, True once retain_grads()
+  ran through the adapter on a tensor that is not a leaf.
+- grad_fn: paddle's `grad_fn` exists but its node names (ExpGradNode, GradNodeAccumulation) are
+  paddle's own, and every leaf, even one with stop_gradient=True, has a GradNodeAccumulation
+  node, so 'grad_fn' is not declared. grad_fn_name/next_functions still report what paddle has.
+- node_hooks: GradNodeBase has only a private _register_post_hook; not declared.
+- warnings: paddle emits none of the warnings of spec/errors.md; not declared.
+
+Error kinds (`classify_error`): paddle raises ValueError/RuntimeError/SystemError whose message
+starts with an error class in parentheses. A kind is mapped when the paddle error means the
+same thing as the spec's (spec/errors.md):
+
+    LEAF_INPLACE            "Leaf Var (...) that doesn't stop gradient can't use inplace
+                            strategy." (in-place op) / "Leaf Tensor (...) that doesn't stop
+                            gradient can't use inplace strategy." (setitem)
+    VERSION_MISMATCH        "Tensor '...' used in gradient computation has been modified by an
+                            inplace operation. Its version is N but the expected version is M."
+    GRAPH_FREED             "(Fatal) The TensorWrappers of SumGradNode do not exist."
+    HOOK_NO_REQUIRES_GRAD   "Cannot register hook on a tensor that stop gradient." (register_hook)
+                            / "Cannot register backward hook on a Tensor that stop gradient."
+                            (the post-accumulate hook; torch raises the same kind for both)
+    UNUSED_INPUT            "The 1-th input does not appear in the backward graph. Please check
+                            the input tensor or set allow_unused=True to get None result." (also
+                            what paddle says for an input that does not require grad, where
+                            torch raises INPUT_NO_REQUIRES_GRAD)
+    POST_HOOK_NONLEAF       "Only can register backward hook for leaf Tensor."
+    GRAD_OUTPUT_SHAPE       AssertionError "Tensor shape not match, Tensor of grad_tensor [...]
+                            with shape [2, 3] mismatch Tensor [...] with shape [3]" (backward's
+                            grad_tensor; paddle.grad does not check grad_outputs' shape)
+Everything else is OTHER, e.g. "The Tensor can not be viewed, please call reshape." (view of a
+0-d tensor) and "(PreconditionNotMet) ... Tensor Copy cannot be performed!" (.grad assignment).
+"""
+from __future__ import annotations
+
+import operator
+import os
+import re
+import warnings
+from typing import Any
+
+from .base import Engine
+
+CAPABILITIES = frozenset({
+    "core", "retain_grad", "hooks", "post_accumulate_hooks", "version_counter", "views",
+    "inplace", "autograd_grad", "grad_modes", "retain_graph"})
+
+# paddle message fragment -> spec error kind (see the module docstring)
+ERROR_KINDS: list[tuple[str, str]] = [
+    (r"Leaf (Var|Tensor) \(.*\) that doesn't stop gradient can't use inplace strategy",
+     "LEAF_INPLACE"),
+    (r"used in gradient computation has been modified by an inplace operation",
+     "VERSION_MISMATCH"),
+    (r"The TensorWrappers of \w+ do not exist", "GRAPH_FREED"),
+    (r"Cannot register (backward )?hook on a (t|T)ensor that stop gradient",
+     "HOOK_NO_REQUIRES_GRAD"),
+    (r"input does not appear in the backward graph", "UNUSED_INPUT"),
+    (r"Only can register backward hook for leaf Tensor", "POST_HOOK_NONLEAF"),
+    (r"Tensor shape not match, Tensor of grad_tensor", "GRAD_OUTPUT_SHAPE"),
+]
+
+INPLACE_METHODS = {"add_": "add_", "sub_": "subtract_", "mul_": "multiply_", "div_": "divide_",
+                   "neg_": "neg_", "exp_": "exp_", "log_": "log_", "sin_": "sin_",
+                   "cos_": "cos_", "tanh_": "tanh_", "sigmoid_": "sigmoid_", "abs_": "abs_",
+                   "zero_": "zero_"}
+AUGMENTED = {"iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
+             "idiv": operator.itruediv}
+BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+          "div": operator.truediv, "matmul": operator.matmul}
+
+
+class AdapterLimit(NotImplementedError):
+    """A statement this adapter cannot express on paddle (not a paddle divergence)."""
+
+
+def _import_paddle():
+    os.environ.setdefault("GLOG_minloglevel", "2")      # paddle's C++ log lines on stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                  # "No ccache found" at import
+        import paddle
+    return paddle
+
+
+class _PostHandle:
+    """paddle's leaf backward hook has no handle: removal switches the wrapper off."""
+
+    def __init__(self) -> None:
+        self.active = True
+
+    def remove(self) -> None:
+        self.active = False
+
+
+class PaddleEngine(Engine):
+    name = "paddle"
+    capabilities = CAPABILITIES
+
+    def __init__(self, device: str = "cpu"):
+        self.paddle = _import_paddle()
+        import paddle.nn.functional as F
+        self.F = F
+        self.version = self.paddle.__version__
+        self.device = device
+        self.paddle.set_device("gpu" if device == "cuda" else "cpu")
+        self._retaining: dict[int, Any] = {}    # id -> tensor (kept alive so ids stay unique)
+
+    # ---- construction and ops -------------------------------------------------------------
+    def leaf(self, values, shape, dtype, requires_grad):
+        import numpy as np
+        arr = np.array(values, dtype=dtype).reshape(list(shape))
+        return self.paddle.to_tensor(arr, dtype=dtype, stop_gradient=not requires_grad)
+
+    def _tensor(self, v: Any, like: Any) -> Any:
+        """A Python number as a 0-d tensor of `like`'s dtype (paddle's in-place ops need one)."""
+        if isinstance(v, (int, float)):
+            return self.paddle.to_tensor(float(v), dtype=like.dtype)
+        return v
+
+    def call(self, fn, args, kw):
+        if fn in BINARY:
+            return BINARY[fn](args[0], args[1])
+        t = args[0]
+        if fn == "pow":
+            return t.pow(kw["exponent"])
+        if fn == "clamp":
+            return t.clip(min=kw.get("min"), max=kw.get("max"))
+        if fn in ("sum", "mean"):
+            return getattr(t, fn)(axis=kw.get("dim"), keepdim=bool(kw.get("keepdim", False)))
+        if fn == "relu":
+            return self.F.relu(t)
+        return getattr(t, fn)()
+
+    def view(self, target, fn, kw):
+        if fn in ("reshape", "view"):
+            return getattr(target, fn)(list(kw["shape"]))
+        if fn == "t":
+            return target.t()
+        if fn == "transpose":
+            n = len(target.shape)
+            d0, d1 = (d % n if n else d for d in kw["dims"])
+            perm = list(range(n))
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+            return target.transpose(perm)
+        if fn == "unsqueeze":
+            return target.unsqueeze(kw["dim"])
+        if fn == "squeeze":
+            return target.squeeze() if kw.get("dim") is None else target.squeeze(kw["dim"])
+        if fn == "expand":
+            return target.expand(list(kw["size"]))
+        raise ValueError(f"unknown view {fn!r}")
+
+    def getitem(self, target, index):
+        return target[index]
+
+    def inplace(self, target, fn, args, kw):
+        """The name stays bound to `target` (paddle's copy_ returns another Python object for
+        the same tensor), except for augmented assignment: Python rebinds to what paddle's
+        `x += y` returns, which is a new tensor (docs/findings.md)."""
+        if fn in AUGMENTED:
+            return AUGMENTED[fn](target, args[0])
+        if fn == "pow_":
+            target.pow_(kw["exponent"])
+        elif fn == "clamp_":
+            target.clip_(min=kw.get("min"), max=kw.get("max"))
+        elif fn == "relu_":
+            self.F.relu_(target)
+        elif fn == "fill_":
+            target.fill_(args[0])
+        elif fn == "copy_":     # a number becomes a full tensor: paddle's copy_ does not broadcast
+            src = args[0]
+            if isinstance(src, (int, float)):
+                src = self.paddle.full_like(target, float(src))
+            target.copy_(src, True)
+        else:
+            getattr(target, INPLACE_METHODS[fn])(*(self._tensor(a, target) for a in args))
+        return target
+
+    def setitem(self, target, index, value):
+        target[index] = value
+
+    def detach(self, t):
+        return t.detach()
+
+    def data(self, t):
+        return t.data
+
+    def requires_grad_(self, t, value):
+        t.requires_grad_(value)
+
+    def retain_grad(self, t):
+        t.retain_grads()
+        self._retaining[id(t)] = t
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def register_hook(self, t, fn):
+        return t.register_hook(fn)
+
+    def register_post_accumulate_grad_hook(self, t, fn):
+        handle = _PostHandle()
+
+        def hook():
+            if handle.active:
+                fn(t)
+        t._register_backward_hook(hook)
+        return handle
+
+    def remove_hook(self, handle):
+        handle.remove()
+
+    # ---- grad modes -----------------------------------------------------------------------
+    def grad_mode(self, mode, enabled=True):
+        if mode == "set_grad_enabled":
+            return self.paddle.set_grad_enabled(enabled)
+        return getattr(self.paddle, mode)()
+
+    # ---- backward -------------------------------------------------------------------------
+    def backward(self, t, gradient, retain_graph, inputs):
+        if inputs is not None:
+            raise AdapterLimit("paddle: Tensor.backward has no inputs= (adapter limitation)")
+        t.backward(grad_tensor=gradient, retain_graph=bool(retain_graph))
+
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
+        return self.paddle.grad(list(outputs), list(inputs),
+                                grad_outputs=list(grad_outputs) if grad_outputs is not None
+                                else None,
+                                retain_graph=retain_graph, allow_unused=allow_unused)
+
+    def set_grad(self, t, value):
+        t.grad = value
+
+    # ---- observation ----------------------------------------------------------------------
+    def to_list(self, t):
+        return t.numpy().tolist()
+
+    def get_grad(self, t):
+        return t.grad
+
+    def is_leaf(self, t):
+        return bool(t.is_leaf)
+
+    def requires_grad(self, t):
+        return not t.stop_gradient
+
+    def shape(self, t):
+        return tuple(int(s) for s in t.shape)
+
+    def dtype(self, t):
+        return str(t.dtype).rsplit(".", 1)[-1]
+
+    def grad_fn_name(self, t):
+        return t.grad_fn.name() if t.grad_fn is not None else None
+
+    def next_functions(self, t):
+        if t.grad_fn is None:
+            return []
+        return [f.name() if f is not None else None for f in t.grad_fn.next_functions]
+
+    def version_counter(self, t):
+        return int(t.inplace_version)
+
+    def retains_grad(self, t):
+        return id(t) in self._retaining and self._retaining[id(t)] is t and not t.is_leaf
+
+    def scale(self, g, factor):
+        return g * factor
+
+    def wrong_shape(self, g):
+        n = 1
+        for s in g.shape:
+            n *= int(s)
+        return self.paddle.zeros([n + 1], dtype=g.dtype)
+
+    # ---- errors ---------------------------------------------------------------------------
+    def classify_error(self, exc):
+        if isinstance(exc, AdapterLimit):
+            return None
+        text = str(exc)
+        for pattern, kind in ERROR_KINDS:
+            if re.search(pattern, text):
+                return kind
+        return None
+
+
+def paddle_engine(device: str = "cpu") -> PaddleEngine:
+    from . import EngineError
+    try:
+        _import_paddle()
+    except Exception as exc:
+        raise EngineError(f"engine 'paddle': cannot import paddle ({type(exc).__name__}: "
+                          f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); "
+                          f"install the 'paddle' extra") from None
+    if device == "cuda":
+        import paddle
+        if not paddle.device.is_compiled_with_cuda():
+            raise EngineError("engine 'paddle' on cuda: this paddle build has no CUDA")
+    return PaddleEngine(device)
+
+
+def program_source(seed: int, capabilities: frozenset[str], size: int):
+    """The default generator with backward(inputs=...) turned into plain backward() calls, which
+    paddle can express; for campaigns (`gradspec run --source`) that should not spend their
+    divergences on that adapter limitation."""
+    from conformance.generate import program_for_seed
+    program = program_for_seed(seed, capabilities, size)
+    for _, s in program.walk():
+        if s.op == "backward" and s.params.get("inputs") is not None:   # [] too
+            s.params = {k: v for k, v in s.params.items() if k != "inputs"}
+            s.clauses = [c for c in s.clauses if c != "API-11"]     # no longer exercised
+    return program
