@@ -1,0 +1,177 @@
+"""The conformance suite under pytest: `pytest tests/conformance --engine NAME --oracle NAME`.
+
+Options (also read from the environment, so tox and CI can pass them through):
+    --engine NAME            engine under test (GRADSPEC_ENGINE; default refimpl, or torch when
+                             GRADSPEC_TEST_ENGINES leaves refimpl out)
+    --oracle NAME            the oracle (GRADSPEC_ORACLE; default torch)
+    --gradspec-device DEV    cpu or cuda (GRADSPEC_DEVICE; default cpu)
+    --gradspec-profile NAME  Hypothesis profile (GRADSPEC_PROFILE; default "ci" when CI is set
+                             or under tox, else "dev"):
+        dev       fast, random, remembers failures in the Hypothesis database
+        ci        derandomized (same programs on every run, serial or `-n auto`), no database
+        thorough  long campaigns: many more and longer programs
+
+Fixtures: conformance_engine, conformance_oracle (Engine adapters, one per session) and
+gradspec_profile (a Profile: Hypothesis settings plus the program size to draw).
+check_program() runs one program on both and fails with the divergences, the clause IDs and a
+standalone repro script.
+
+Loaded for this project's tests by `-p conformance.pytest_plugin` in pyproject.toml's addopts;
+another project loads it the same way (`pytest -p conformance.pytest_plugin`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+PROFILES = ("dev", "ci", "thorough")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    max_examples: int
+    size: int              # statements per generated program
+    derandomize: bool
+
+
+PROFILE_TABLE = {
+    "dev": Profile("dev", 40, 20, False),
+    "ci": Profile("ci", 120, 20, True),
+    "thorough": Profile("thorough", 10000, 30, False),
+}
+
+
+def _default_engine() -> str:
+    if os.environ.get("GRADSPEC_ENGINE"):
+        return os.environ["GRADSPEC_ENGINE"]
+    names = os.environ.get("GRADSPEC_TEST_ENGINES", "torch,refimpl").split(",")
+    return "refimpl" if "refimpl" in [n.strip() for n in names] else "torch"
+
+
+def _default_profile() -> str:
+    # tox sets TOX_ENV_NAME: `tox -e test` (what .ci/run runs) gets the derandomized profile
+    ci = os.environ.get("CI") or os.environ.get("TOX_ENV_NAME")
+    return os.environ.get("GRADSPEC_PROFILE") or ("ci" if ci else "dev")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradspec", "gradspec conformance suite")
+    try:
+        group.addoption("--engine", default=None, help="engine under test: torch, refimpl, "
+                        "an entry point or pkg.mod:factory")
+        group.addoption("--oracle", default=None, help="the oracle engine (default torch)")
+        group.addoption("--gradspec-device", default=None, help="cpu (default) or cuda")
+        group.addoption("--gradspec-profile", default=None, choices=PROFILES,
+                        help="Hypothesis profile: dev, ci or thorough")
+    except ValueError:  # registered twice (addopts and a command-line -p): keep the first
+        pass
+
+
+def option(config: pytest.Config, name: str) -> Any:
+    """An option's value; None where the plugin's options are not registered."""
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+def chosen(config: pytest.Config) -> dict[str, str]:
+    return {
+        "engine": option(config, "--engine") or _default_engine(),
+        "oracle": option(config, "--oracle") or os.environ.get("GRADSPEC_ORACLE") or "torch",
+        "device": option(config, "--gradspec-device") or os.environ.get("GRADSPEC_DEVICE")
+        or "cpu",
+        "profile": option(config, "--gradspec-profile") or _default_profile(),
+    }
+
+
+def register_profiles() -> None:
+    from hypothesis import HealthCheck, settings
+    quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    for p in PROFILE_TABLE.values():
+        settings.register_profile(
+            f"gradspec-{p.name}", max_examples=p.max_examples, derandomize=p.derandomize,
+            deadline=None, suppress_health_check=quiet, print_blob=True,
+            **({"database": None} if p.derandomize else {}))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    c = chosen(config)
+    if c["profile"] not in PROFILE_TABLE:
+        raise pytest.UsageError(f"unknown gradspec profile {c['profile']!r} "
+                                f"(choose from {', '.join(PROFILES)})")
+    register_profiles()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    c = chosen(config)
+    return (f"gradspec: engine {c['engine']} vs oracle {c['oracle']} on {c['device']}, "
+            f"profile {c['profile']}")
+
+
+@pytest.fixture(scope="session")
+def gradspec_profile(pytestconfig: pytest.Config) -> Profile:
+    return PROFILE_TABLE[chosen(pytestconfig)["profile"]]
+
+
+def hypothesis_settings(profile: Profile, **overrides: Any):
+    from hypothesis import settings
+    register_profiles()
+    return settings(settings.get_profile(f"gradspec-{profile.name}"), **overrides)
+
+
+def _load(spec: str, device: str):
+    from conformance.engines import EngineError, load_engine
+    try:
+        return load_engine(spec, device)
+    except EngineError as exc:
+        pytest.fail(f"cannot load engine: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def conformance_engine(pytestconfig: pytest.Config):
+    c = chosen(pytestconfig)
+    return _load(c["engine"], c["device"])
+
+
+@pytest.fixture(scope="session")
+def conformance_oracle(pytestconfig: pytest.Config):
+    c = chosen(pytestconfig)
+    return _load(c["oracle"], c["device"])
+
+
+def run_both(program, oracle, engine):
+    """(oracle trace, engine trace, divergences) of one program."""
+    from conformance.compare import compare
+    from conformance.executor import execute
+    o, e = execute(program, oracle), execute(program, engine)
+    return o, e, compare(program, o, e)
+
+
+def describe(program, divs: list, engine, traces=()) -> str:
+    """A failure message: each divergence with its clauses, then a standalone repro."""
+    lines = [f"{len(divs)} divergence(s) of {engine.name} from the oracle:"]
+    for d in divs:
+        lines.append(f"  statement {d.path} ({d.op}), {d.what}: oracle {d.oracle}; "
+                     f"{engine.name} {d.engine}  [{', '.join(d.clauses)}]")
+    try:
+        from conformance.render import render
+        prelude = engine.render_prelude()
+        lines += ["", "repro (plain torch):", render(program, traces=traces)]
+        if prelude and prelude != "import torch":
+            lines += [f"repro ({engine.name}):", render(program, prelude, traces=traces)]
+    except Exception as exc:  # the repro is a courtesy; the divergences are the finding
+        lines.append(f"(no repro script: {type(exc).__name__}: {exc})")
+    lines += ["program JSON (`gradspec replay FILE --engine NAME`):", program.dumps()]
+    return "\n".join(lines)
+
+
+def check_program(program, oracle, engine) -> None:
+    """Fail the test with a readable report if engine and oracle disagree on program."""
+    o, e, divs = run_both(program, oracle, engine)
+    if divs:
+        pytest.fail(describe(program, divs, engine, (o, e)), pytrace=False)
