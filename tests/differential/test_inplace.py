@@ -286,3 +286,18 @@ def test_plain_leaves_accept_writes_in_any_mode(differential):
         i.fill_(2)
         log("int64", state(i))
     differential(prog)
+
+
+@pytest.mark.clause("INPLACE-15")
+def test_former_leaf_written_through_a_view_breaks_old_graph(differential):
+    def prog(torch, log):
+        x = f64(torch, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        old = (x.exp() * 2).sum()
+        x.requires_grad_(False)
+        w = f64(torch, [5.0, 6.0], requires_grad=True)
+        x[1] = w * 2
+        log("state", state(x))
+        log.attempt("old graph backward", lambda: old.backward())
+        (x * x).sum().backward()
+        log("w.grad", w.grad)
+    differential(prog)

@@ -247,3 +247,19 @@ def test_only_floating_dtypes_require_grad(differential):
         log("int requires_grad_(False)", torch.arange(4).requires_grad_(False).requires_grad)
         log("float64 ok", torch.zeros(2, dtype=torch.float64).requires_grad_().requires_grad)
     differential(prog)
+
+
+@pytest.mark.clause("LEAF-16")
+def test_freezing_a_leaf_mid_graph_skips_only_that_leaf(differential):
+    def prog(torch, log):
+        a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+        y = (a * b).exp().sum()
+        a.requires_grad_(False)
+        log("backward", log.attempt("backward", lambda: y.backward()))
+        log("a.grad", a.grad)
+        log("b.grad", b.grad)
+        a.requires_grad_(True)
+        (a * b).sum().backward()
+        log("a.grad after re-enabling", a.grad)
+    differential(prog)
