@@ -118,6 +118,21 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--source", default=None, help="programs from package.module:function "
                    "(seed, capabilities, size) -> Program instead of the generator")
+    p.add_argument("--xfail", default=None, metavar="FILE",
+                   help="expected failures: lines 'ID [@ENGINE,...] REASON', ID a clause, "
+                   "seed:N or a pytest node ID (format: conformance/xfail.py)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not probe the capabilities the engine declares absent")
+
+
+def _load_xfails(path: str | None):
+    from .xfail import XfailError, load
+    if path is None:
+        return None
+    try:
+        return load(path)
+    except XfailError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _import_source(path: str):
@@ -137,11 +152,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .engines import EngineError
     from .runner import default_source, print_summary, run_campaign
     source = _import_source(args.source) if args.source else default_source
+    xfails = _load_xfails(args.xfail)
     try:
         report = run_campaign(args.engine, args.oracle, seed=args.seed, count=args.count,
                               size=args.size, jobs=args.jobs, timeout=args.timeout,
                               out_dir=args.out, progress=not args.quiet, device=args.device,
-                              shrink=not args.no_shrink, source=source)
+                              shrink=not args.no_shrink, source=source, xfails=xfails,
+                              probe=not args.no_probe)
     except EngineError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
@@ -188,6 +205,103 @@ command("run", "run the conformance suite: generated programs on an engine vs th
         _configure_run)(_cmd_run)
 command("replay", "rerun a saved program on an engine and the oracle",
         _configure_replay)(_cmd_replay)
+
+
+def _configure_engines(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--probe", action="store_true", help="also probe every capability against "
+                   "the oracle: declared ones that fail, absent ones that work")
+    p.add_argument("--oracle", default="torch", help="the oracle for --probe (default torch)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _cmd_engines(args: argparse.Namespace) -> int:
+    import json
+
+    from .engines import EngineError, list_engines, load_engine
+    oracle = None
+    if args.probe:
+        try:
+            oracle = load_engine(args.oracle)
+        except EngineError as exc:
+            raise UsageError(str(exc)) from None
+    rows = list_engines(oracle)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        if not r["ok"]:
+            print(f"{r['name']:<14} unavailable: {r['error']}")
+            continue
+        print(f"{r['name']:<14} {r['version']}  devices {','.join(r['devices'])}  "
+              f"({r['source']})")
+        print(f"{'':<14} capabilities: {', '.join(r['capabilities'])}")
+        if r.get("lacks"):
+            print(f"{'':<14} lacks: {', '.join(r['lacks'])}")
+        for c in r.get("probes", []):
+            if c["verdict"] != "ok":
+                print(f"{'':<14} probe {c['capability']}: {c['verdict']}: {c['detail']}")
+    return 0
+
+
+command("engines", "list the engines available, with versions, devices and capabilities",
+        _configure_engines)(_cmd_engines)
+
+
+def _configure_matrix(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engines", default="refimpl,torch,torch-compile,paddle",
+                   help="comma-separated engines (default refimpl,torch,torch-compile,paddle)")
+    p.add_argument("--oracle", default="torch", help="the reference (default torch)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    p.add_argument("--count", type=_positive(int), default=100,
+                   help="programs per engine (default 100)")
+    p.add_argument("--size", type=_positive(int), default=20,
+                   help="statements per program (default 20)")
+    p.add_argument("-n", "--jobs", type=_jobs, default=1,
+                   help="worker processes, or 'auto' (default 1)")
+    p.add_argument("--timeout", type=_positive(float), default=10.0,
+                   help="seconds per program before it counts as a hang (default 10)")
+    p.add_argument("--out", default="gradspec-matrix",
+                   help="output folder (default gradspec-matrix)")
+    p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures")
+    p.add_argument("--spec-url", default=None, metavar="URL", help="link clauses to URL/<file>"
+                   "#<id> (default: a relative path to the spec folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    from .engines import EngineError
+    from .matrix import run_matrix
+    from .runner import stderr_progress
+    names = [n.strip() for n in args.engines.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--engines names no engine")
+    if len(set(names)) != len(names):
+        raise UsageError("--engines names an engine twice")
+    xfails = _load_xfails(args.xfail)
+    try:
+        columns = run_matrix(names, args.oracle, args.out, count=args.count, seed=args.seed,
+                             size=args.size, jobs=args.jobs, timeout=args.timeout,
+                             device=args.device, xfails=xfails, spec_url=args.spec_url,
+                             progress=None if args.quiet else stderr_progress)
+    except EngineError as exc:
+        raise UsageError(f"oracle: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
+    for col in columns:
+        if col.ok:
+            counts = {s: sum(1 for c in col.cells.values() if c["status"] == s)
+                      for s in ("pass", "diverges", "xfail", "n/a")}
+            print(f"{col.engine:<14} " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        else:
+            print(f"{col.engine:<14} unavailable: {col.reason}")
+    out = Path(args.out)
+    print(f"matrix: {out / 'matrix.html'}, {out / 'matrix.md'}")
+    return 0
+
+
+command("matrix", "run several engines and write a clauses x engines matrix (HTML, Markdown)",
+        _configure_matrix)(_cmd_matrix)
 
 
 class _Parser(argparse.ArgumentParser):

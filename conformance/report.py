@@ -9,6 +9,11 @@ Per divergent program, a folder under OUT/divergences/:
                          that runs `gradspec replay` for engines without a torch-shaped module
 OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
 repro paths; `clause_table` is the table printed at the end of a run.
+
+Per clause, a status (issue 5): pass (exercised, no divergence), diverges, xfail (diverges, as an
+expected-failure file says) or n/a, with the reason: the engine lacks a capability the clause
+requires, the clause's `since` is newer than the oracle's release, or no program of the run
+exercised it. A clause is never "pass" unless programs exercised it.
 """
 from __future__ import annotations
 
@@ -114,6 +119,14 @@ class Report:
     divergences: list[dict[str, Any]] = field(default_factory=list)
     oracle_failures: list[dict[str, Any]] = field(default_factory=list)  # not divergences
     seconds: float = 0.0
+    # divergences that do not fail the run: as an expected-failure file says, or on clauses
+    # newer than the oracle's release (each entry says which)
+    expected_failures: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)
+    stale_xfails: list[dict[str, Any]] = field(default_factory=list)
+    capability_checks: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)   # engine's & oracle's, sorted
+    first_programs: dict[str, int] = field(default_factory=dict)  # clause -> program index
 
     @property
     def exit_code(self) -> int:
@@ -142,6 +155,66 @@ def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
         rows.setdefault(cid, {"programs": exercised[cid], "divergences": divergent.get(cid, 0),
                               "applicable": True})
     return rows
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a version string: '2.13.0+cpu' -> (2, 13, 0), '2.2.0a0+git1' ->
+    (2, 2, 0), '2.13.0 (aot_eager)' -> (2, 13, 0), '1.11' -> (1, 11); None if it has none."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def newer_than(since: str, version: str) -> bool:
+    """Is a clause dated `since` (a torch release) newer than the oracle `version`? An
+    unreadable version is taken as new enough for every clause."""
+    a, b = release(since), release(version)
+    if a is None or b is None:
+        return False
+    n = max(len(a), len(b))
+    return a + (0,) * (n - len(a)) > b + (0,) * (n - len(b))
+
+
+def apply_oracle_version(spec, rows: dict[str, dict[str, Any]], oracle_version: str) -> set[str]:
+    """Clauses newer than the oracle's release become not applicable, with the reason; returns
+    their IDs."""
+    newer = set()
+    for cid, row in rows.items():
+        c = spec.clauses.get(cid)
+        if c is not None and newer_than(c.since, oracle_version):
+            newer.add(cid)
+            if row["applicable"]:
+                row["applicable"] = False
+                row["reason"] = f"since torch {c.since}, newer than the oracle ({oracle_version})"
+    return newer
+
+
+def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[str],
+                 expected: dict[str, int], programs: int,
+                 too_new: set[str] | frozenset[str] = frozenset()) -> None:
+    """Add `status` (pass | diverges | xfail | n/a) and, for n/a, `reason` to each row.
+    `expected`: clause -> divergent programs on it that an expected-failure entry covers;
+    `too_new`: clauses newer than the oracle. A clause whose `requires` the engine lacks is
+    n/a, unless statements tagged with it diverged anyway: the generator drew them for this
+    engine, so they are divergences to see."""
+    for cid, row in rows.items():
+        c = spec.clauses.get(cid)
+        lacking = [r for r in c.requires if r not in capabilities] if c is not None else []
+        if row["divergences"] and cid not in too_new:
+            row["status"] = "xfail" if expected.get(cid, 0) >= row["divergences"] else \
+                "diverges"
+            if lacking:
+                row["reason"] = f"diverged, though it requires {', '.join(lacking)}, which " \
+                                f"the engine lacks"
+        elif not row["applicable"]:
+            row["status"] = "n/a"
+            if "reason" not in row:
+                row["reason"] = f"the engine lacks {', '.join(lacking)}" if lacking else \
+                    "not applicable"
+        elif not row["programs"]:
+            row["status"] = "n/a"
+            row["reason"] = f"no program of {programs} exercised it"
+        else:
+            row["status"] = "pass"
 
 
 def clause_table(rows: dict[str, dict[str, Any]]) -> str:

@@ -5,6 +5,11 @@ Workers are separate processes so that an engine that crashes or hangs on one pr
 reported (a divergence of kind crash or timeout) and the run goes on with a fresh worker.
 Program i is generated from its own seed, derived from the campaign seed alone, so the results
 do not depend on --jobs or on timing.
+
+After the run (issue 5): divergences on clauses newer than the oracle's torch release are "not
+applicable", those an expected-failure file lists (conformance/xfail.py) are expected failures;
+neither fails the run. Each clause gets a status (report.set_statuses), and the capabilities the
+engine declares absent are probed (conformance/capabilities.py).
 """
 from __future__ import annotations
 
@@ -20,14 +25,25 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .capabilities import check_declarations
 from .compare import Divergence, compare
 from .engines import EngineError, load_engine
 from .engines.base import Engine
 from .executor import Trace, execute
 from .minimize import diverges_like, minimize
 from .program import Program
-from .report import Report, clause_rows, clause_table, write_divergence
+from .report import (
+    Report,
+    apply_oracle_version,
+    clause_rows,
+    clause_table,
+    set_statuses,
+    write_divergence,
+)
 from .specdoc import load_spec
+from .xfail import Xfail
+from .xfail import match as xfail_match
+from .xfail import stale as stale_xfails
 
 ProgramSource = Callable[[int, frozenset[str], int], Program]
 Progress = Callable[[int, int, int, float], None]
@@ -223,28 +239,38 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                  count: int = 300, size: int = 20, jobs: int = 1, timeout: float = 10.0,
                  out_dir: str | Path = "gradspec-out", progress: Progress | bool | None = True,
                  device: str = "cpu", source: ProgramSource = default_source,
-                 shrink: bool = True) -> Report:
+                 shrink: bool = True, xfails: list[Xfail] | None = None,
+                 probe: bool = True) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
-    per divergent program; return the Report (exit_code 0 or 1)."""
+    per divergent program; return the Report (exit_code 0 or 1).
+
+    Divergences that an entry of `xfails` expects, and those on clauses newer than the
+    oracle's release, are reported apart and do not fail the run. With `probe`, capabilities
+    the engine declares absent are probed (conformance/capabilities.py)."""
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
     caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+    xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
     spec = load_spec()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)      # fail now, not after the run
     shutil.rmtree(out / "divergences", ignore_errors=True)
     shutil.rmtree(out / "oracle-failures", ignore_errors=True)
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
-                    spec.version, seed, count, size, jobs)
+                    spec.version, seed, count, size, jobs, capabilities=sorted(caps))
     start = time.monotonic()
+    if probe:
+        report.capability_checks = [r.to_json() for r in check_declarations(engine, oracle)]
     seeds = program_seeds(seed, count)
     results = run_programs(engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout,
                            source, shrink,
                            stderr_progress if progress is True else progress or None)
     exercised: dict[str, int] = {}
     divergent: dict[str, int] = {}
+    entries: list[dict[str, Any]] = []
     for index, (pseed, r) in enumerate(zip(seeds, results, strict=True)):
         for cid in r.get("clauses", []):
             exercised[cid] = exercised.get(cid, 0) + 1
+            report.first_programs.setdefault(cid, index)
         if r.get("oracle_failure"):
             report.oracle_failures.append(_record_oracle_failure(
                 index, pseed, r["oracle_failure"], engine, engine_spec, oracle_spec, caps, size,
@@ -253,11 +279,34 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         entry = _record(index, pseed, r, engine, engine_spec, oracle_spec, caps, size, source,
                         out)
         if entry:
-            report.divergences.append(entry)
+            entries.append(entry)
             for cid in entry["primary"]:
                 divergent[cid] = divergent.get(cid, 0) + 1
     report.programs = len(results)
-    report.clauses = clause_rows(spec, caps, exercised, divergent)
+    report.clauses = rows = clause_rows(spec, caps, exercised, divergent)
+    too_new = apply_oracle_version(spec, rows, oracle.version)
+    expected: dict[str, int] = {}
+    used: set[int] = set()
+    for entry in entries:
+        primary = entry["primary"]
+        # only the oracle's age excuses a divergence: a statement the generator drew for the
+        # engine is one it can express, whatever `requires` its clauses list
+        if primary and all(c in too_new for c in primary):
+            entry["not_applicable"] = "; ".join(
+                f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in primary)
+            report.not_applicable.append(entry)
+        elif (x := xfail_match(xf, primary, entry["program_seed"])) is not None:
+            entry["xfail"] = x.to_json()
+            used.add(x.line)
+            report.expected_failures.append(entry)
+            for cid in primary:
+                expected[cid] = expected.get(cid, 0) + 1
+        else:
+            report.divergences.append(entry)
+    set_statuses(spec, rows, caps, expected, report.programs, too_new)
+    diverged = {e["program_seed"] for e in entries}
+    report.stale_xfails = stale_xfails(xf, set(spec.clauses), rows,
+                                       {s: s in diverged for s in seeds}, used)
     report.seconds = round(time.monotonic() - start, 3)
     report.write(out / "report.json")
     return report
@@ -326,6 +375,10 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
           f"{report.oracle_version}, spec {report.spec_version}, seed {report.seed}: "
           f"{report.programs} programs, {len(report.divergences)} divergent, "
           f"{report.seconds:.1f} s")
+    states = [r.get("status") for r in report.clauses.values()]
+    if any(states):
+        print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
+                                      ("pass", "diverges", "xfail", "n/a")))
     for d in report.divergences[:20]:
         print(f"  #{d['index']} {d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
     if len(report.divergences) > 20:
@@ -333,4 +386,18 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
     for f in report.oracle_failures:
         print(f"  oracle failure on program #{f['index']} (not counted as a divergence): "
               f"{f['detail']}\n      repro: {f['repro_torch']}")
+    for d in report.expected_failures[:10]:
+        print(f"  expected failure #{d['index']} ({d['xfail']['id']}: {d['xfail']['reason']}): "
+              f"{d['first'].splitlines()[0]}")
+    for d in report.not_applicable[:10]:
+        print(f"  not applicable #{d['index']} ({d['not_applicable']}): "
+              f"{d['first'].splitlines()[0]}")
+    more = max(0, len(report.expected_failures) - 10) + max(0, len(report.not_applicable) - 10)
+    if more:
+        print(f"  ... {more} more expected or not applicable in {Path(out_dir) / 'report.json'}")
+    for x in report.stale_xfails:
+        print(f"  stale expected failure, line {x['line']}: {x['id']}: {x['stale']}")
+    for c in report.capability_checks:
+        if c["verdict"] not in ("ok", "unprobed"):
+            print(f"  capability {c['capability']}: {c['verdict']}: {c['detail']}")
     print(f"report: {Path(out_dir) / 'report.json'}")

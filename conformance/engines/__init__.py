@@ -15,7 +15,14 @@ A third-party engine with a torch-shaped module needs only a factory:
         return TorchLike(mytorch, "mytorch", device)
 
 then `gradspec run --engine mypkg.gradspec_adapter:engine`, or register it under the entry-point
-group `gradspec.engines` to use a plain name. Other engines subclass engines.base.Engine.
+group `gradspec.engines` to use a plain name (`gradspec engines` lists what is available):
+
+    # mypkg's pyproject.toml
+    [project.entry-points."gradspec.engines"]
+    mytorch = "mypkg.gradspec_adapter:engine"
+
+Other engines subclass engines.base.Engine. Built-in names win over entry points of the same
+name.
 """
 from __future__ import annotations
 
@@ -33,8 +40,29 @@ class EngineError(Exception):
     """An engine cannot be loaded or is not a valid adapter; the message is one line."""
 
 
+# built-in name -> import path of its factory (paddle and torch-compile are optional extras)
+BUILTINS = {
+    "torch": "conformance.engines.torchlike:torch_engine",
+    "refimpl": "conformance.engines.torchlike:refimpl_engine",
+    "paddle": "conformance.engines.paddle:paddle_engine",
+    "torch-compile": "conformance.engines.compiled:compiled_engine",
+}
+
+
 def builtin_names() -> list[str]:
-    return ["torch", "refimpl"]
+    return list(BUILTINS)
+
+
+def entry_points() -> list[metadata.EntryPoint]:
+    """The `gradspec.engines` entry points installed, by name, first of each name only."""
+    try:
+        eps = metadata.entry_points(group="gradspec.engines")
+    except Exception:  # a broken installed distribution must not hide the built-ins
+        return []
+    seen: dict[str, metadata.EntryPoint] = {}
+    for ep in eps:
+        seen.setdefault(ep.name, ep)
+    return [seen[n] for n in sorted(seen)]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -43,11 +71,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _entry_point(name: str):
-    try:
-        eps = metadata.entry_points(group="gradspec.engines")
-    except Exception:  # a broken installed distribution must not hide the built-ins
-        return None
-    return next((ep for ep in eps if ep.name == name), None)
+    return next((ep for ep in entry_points() if ep.name == name), None)
 
 
 def load_engine(spec: str, device: str | None = None) -> Engine:
@@ -58,11 +82,10 @@ def load_engine(spec: str, device: str | None = None) -> Engine:
     if not isinstance(spec, str) or not spec.strip():
         raise EngineError("no engine named")
     spec = spec.strip()
-    if spec in ("torch", "refimpl"):
-        from . import torchlike
-        factory = torchlike.torch_engine if spec == "torch" else torchlike.refimpl_engine
-        return _checked(spec, factory(device=device))
-    if ":" in spec:
+    if spec in BUILTINS:
+        mod_name, _, attr = BUILTINS[spec].partition(":")
+        factory = getattr(importlib.import_module(mod_name), attr)
+    elif ":" in spec:
         mod_name, _, attr = spec.partition(":")
         try:
             module = importlib.import_module(mod_name)
@@ -108,10 +131,64 @@ def _checked(spec: str, engine: object) -> Engine:
             not all(isinstance(c, str) for c in caps):
         raise EngineError(f"engine {spec!r}: capabilities must be a set of strings, "
                           f"got {caps!r}")
+    from ..specdoc import CAPABILITIES
+    unknown = sorted(c for c in caps if c not in CAPABILITIES)
+    if unknown:     # a typo would silently turn clauses "not applicable"
+        raise EngineError(f"engine {spec!r}: unknown capabilities {', '.join(unknown)} (the "
+                          f"vocabulary is in spec/README.md)")
     for attr in ("name", "version", "device"):
         if not isinstance(getattr(engine, attr, None), str):
             raise EngineError(f"engine {spec!r}: attribute {attr!r} must be a string")
     return engine  # type: ignore[return-value]
 
 
-__all__ = ["Engine", "EngineError", "load_engine", "builtin_names"]
+def _try_load(name: str, device: str) -> tuple[Engine | None, str]:
+    try:
+        return load_engine(name, device), ""
+    except EngineError as exc:
+        return None, str(exc)
+    except Exception as exc:    # a plugin broken in a way _checked did not foresee
+        return None, f"engine {name!r}: {_one_line(exc)}"
+
+
+def list_engines(oracle: Engine | None = None) -> list[dict]:
+    """What `gradspec engines` shows: every built-in and entry-point engine, loaded on cpu and
+    cuda; a broken one is a row with a one-line `error`, never an exception. With an oracle,
+    every capability is probed (conformance/capabilities.py)."""
+    from ..specdoc import CAPABILITIES
+    names = {n: "built-in" for n in builtin_names()}
+    rows: list[dict] = []
+    for ep in entry_points():
+        dist = getattr(ep, "dist", None)
+        where = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
+        if ep.name in names:
+            rows.append({"name": ep.name, "ok": False, "source": where,
+                         "error": f"entry point {ep.value} is shadowed by the built-in "
+                                  f"engine {ep.name!r}"})
+            continue
+        names[ep.name] = where
+    for name, where in names.items():
+        engine, error = _try_load(name, "cpu")
+        devices = ["cpu"] if engine else []
+        cuda, _ = _try_load(name, "cuda")
+        if cuda is not None:
+            devices.append("cuda")
+            engine = engine or cuda
+        if engine is None:
+            rows.append({"name": name, "ok": False, "source": where, "error": error})
+            continue
+        caps = [c for c in CAPABILITIES if c in engine.capabilities]
+        row = {"name": name, "ok": True, "source": where, "version": engine.version,
+               "devices": devices, "capabilities": caps,
+               "lacks": [c for c in CAPABILITIES if c not in engine.capabilities]}
+        if oracle is not None:
+            from ..capabilities import check_declarations
+            row["probes"] = [r.to_json() for r in
+                             check_declarations(engine, oracle, absent_only=False)]
+        rows.append(row)
+    order = {n: i for i, n in enumerate(names)}
+    return sorted(rows, key=lambda r: (order.get(r["name"], -1), r["name"]))
+
+
+__all__ = ["BUILTINS", "Engine", "EngineError", "builtin_names", "entry_points", "list_engines",
+           "load_engine"]

@@ -1,0 +1,103 @@
+"""Capabilities checked both ways (issue 5, part 2; conformance/capabilities.py): a declared
+capability that fails, an absent one that works, and clauses needing a missing capability
+reported as n/a, never as pass."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.capabilities import PROBES, check_declarations, probe, probe_program
+from conformance.engines import load_engine
+from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
+from conformance.runner import run_campaign
+from conformance.specdoc import CAPABILITIES, load_spec
+
+MOD = "tests.conformance.test_i5_capabilities"
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def modest(device="cpu"):
+    """Declares hooks and warnings absent, but has them (torch itself)."""
+    return TorchLike(_torch(), "modest", device, ALL_CAPABILITIES - {"hooks", "warnings"})
+
+
+class NoHooks(TorchLike):
+    """Has no tensor hooks, and says so unless told otherwise."""
+
+    def register_hook(self, t, fn):
+        raise NotImplementedError("no tensor hooks")
+
+
+def no_hooks(device="cpu"):
+    return NoHooks(_torch(), "no-hooks", device, ALL_CAPABILITIES - {"hooks"})
+
+
+def boastful(device="cpu"):
+    return NoHooks(_torch(), "boastful", device)    # declares hooks, has none
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return load_engine("torch")
+
+
+def test_every_capability_but_node_hooks_has_a_probe_program(oracle):
+    assert set(PROBES) | {"node_hooks"} == set(CAPABILITIES)
+    for cap in CAPABILITIES:
+        if cap != "node_hooks":
+            assert probe_program(cap).capabilities()[0] == "core"
+
+
+def test_torch_passes_every_probe(oracle):
+    results = check_declarations(oracle, oracle, absent_only=False)
+    assert [r.capability for r in results] == list(CAPABILITIES)
+    assert all(r.verdict == "ok" and r.works for r in results), [str(r) for r in results]
+
+
+def test_an_absent_capability_that_works_is_reported(oracle):
+    results = {r.capability: r for r in check_declarations(modest(), oracle)}
+    assert set(results) == {"hooks", "warnings"}
+    assert all(r.verdict == "declared absent but works" for r in results.values())
+
+
+def test_an_absent_capability_that_is_absent_is_fine(oracle):
+    r = probe(no_hooks(), oracle, "hooks")
+    assert r.verdict == "ok" and r.works is False and "NotImplementedError" in r.detail
+
+
+def test_a_declared_capability_that_fails_is_reported(oracle):
+    r = probe(boastful(), oracle, "hooks")
+    assert r.verdict == "declared but fails" and "statement" in r.detail
+
+
+def test_node_hooks_are_probed_only_through_a_faithful_module(oracle):
+    assert probe(oracle, oracle, "node_hooks").works is True
+    assert probe(no_hooks(), oracle, "node_hooks").verdict == "unprobed"  # a subclass
+
+
+def test_a_run_reports_capability_checks_and_na_clauses(tmp_path, capsys):
+    from conformance.runner import print_summary
+    report = run_campaign(f"{MOD}:modest", "torch", count=4, size=12, out_dir=tmp_path,
+                          progress=None)
+    checks = {c["capability"]: c["verdict"] for c in report.capability_checks}
+    assert checks == {"hooks": "declared absent but works",
+                      "warnings": "declared absent but works"}
+    spec = load_spec()
+    for cid, row in report.clauses.items():
+        c = spec.clauses[cid]
+        if "hooks" in c.requires or "warnings" in c.requires:
+            assert row["status"] == "n/a" and "lacks" in row["reason"], cid
+        if row["status"] == "pass":
+            assert row["programs"] > 0, cid      # never "pass" without a program
+    print_summary(report, tmp_path)
+    out = capsys.readouterr().out
+    assert "capability hooks: declared absent but works" in out
+
+
+def test_probing_can_be_turned_off(tmp_path):
+    report = run_campaign(f"{MOD}:modest", "torch", count=1, size=6, out_dir=tmp_path,
+                          progress=None, probe=False)
+    assert report.capability_checks == []

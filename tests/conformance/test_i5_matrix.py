@@ -1,0 +1,178 @@
+"""`gradspec matrix` (issue 5, part 6; conformance/matrix.py): the HTML page is parsed and its
+structure and links checked, the Markdown table too; an engine that cannot load gets a column of
+n/a with the reason. The page is also rendered in headless Chromium when one is installed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conformance.cli import main
+from conformance.matrix import STATES, run_matrix
+from conformance.specdoc import load_spec
+from tests.conformance.test_core_programs import MOD, source
+
+VOID = {"meta", "br", "img", "hr", "link", "input"}      # elements without an end tag
+ENGINES = ["torch", f"{MOD}:no_leaf_check", "no-such-engine"]
+
+
+class Table(HTMLParser):
+    """Rows of the page's table: per cell, its tag, class, text and links."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[dict]] = []
+        self.cell: dict | None = None
+        self.tags: list[str] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag not in VOID:
+            self.tags.append(tag)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows:
+            self.cell = {"tag": tag, "class": a.get("class"), "text": "", "links": []}
+            self.rows[-1].append(self.cell)
+        elif tag == "a":
+            self.links.append(a["href"])
+            if self.cell is not None:
+                self.cell["links"].append(a["href"])
+
+    def handle_endtag(self, tag):
+        assert self.tags and self.tags[-1] == tag, f"</{tag}> closes <{self.tags[-1:]}>"
+        self.tags.pop()
+        if tag in ("td", "th"):
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell["text"] += data
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    out = tmp_path_factory.mktemp("matrix")
+    columns = run_matrix(ENGINES, "torch", out, count=6, source=source, probe=False)
+    return out, columns
+
+
+def _target(out: Path, href: str) -> Path:
+    url = urlparse(href)
+    assert url.scheme in ("", "file") and not url.netloc, href   # self-contained: no network
+    return Path(unquote(url.path)) if url.scheme == "file" else out / unquote(url.path)
+
+
+def test_the_html_page_is_well_formed_and_complete(matrix):
+    out, columns = matrix
+    text = (out / "matrix.html").read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    page = Table()
+    page.feed(text)
+    page.close()
+    assert page.tags == []                                  # every element closed
+    head, *body = page.rows
+    assert [c["text"].split("\n")[0] for c in head][:1] == ["clause"]
+    assert [c["text"] for c in head[1:]][0].startswith("torch")
+    spec = load_spec()
+    assert [r[0]["text"].split()[0] for r in body] == [c.id for c in spec.active()]
+    for row in body:
+        cid = row[0]["text"].split()[0]
+        clause = spec.clauses[cid]
+        assert row[0]["links"] == [row[0]["links"][0]]
+        link = row[0]["links"][0]
+        assert link.endswith(f"spec/{clause.file}#{cid.lower()}"), link
+        assert len(row) == 1 + len(ENGINES)
+        for cell in row[1:]:
+            status = cell["class"].replace("na", "n/a")
+            assert status in STATES and cell["text"].startswith(status)
+            if status in ("pass", "diverges", "xfail"):
+                assert len(cell["links"]) >= 2, (cid, cell)   # repro and clause text
+            assert any(h.endswith(f"#{cid.lower()}") for h in cell["links"])
+    for href in page.links:
+        assert _target(out, href.split("#")[0]).exists(), href
+
+
+def test_cells_say_what_happened(matrix):
+    out, columns = matrix
+    torch_col, broken, missing = columns
+    assert torch_col.ok and torch_col.divergent == 0
+    assert {c["status"] for c in torch_col.cells.values()} <= {"pass", "n/a"}
+    assert torch_col.cells["LEAF-1"]["status"] == "pass"
+    assert broken.cells["INPLACE-1"]["status"] == "diverges"
+    repro = out / broken.cells["INPLACE-1"]["repro"]
+    assert repro.exists() and repro.name.startswith("repro_")
+    for cid, cell in torch_col.cells.items():
+        if cell["status"] == "n/a":
+            assert cell["reason"], cid
+        if cell["status"] == "pass":
+            assert cell["programs"] > 0 and (out / cell["repro"]).exists()
+    assert not missing.ok and "unknown engine 'no-such-engine'" in missing.reason
+    text = (out / "matrix.html").read_text()
+    assert text.count("<div class=\"small\">engine unavailable (the column head says why)") \
+        == len(load_spec().active())
+    assert text.count("unavailable: unknown engine &#x27;no-such-engine&#x27;") == 1
+
+
+def test_pass_repros_run(matrix):
+    out, columns = matrix
+    script = out / columns[0].cells["LEAF-1"]["repro"]
+    run = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+def test_the_markdown_table(matrix):
+    out, _ = matrix
+    lines = (out / "matrix.md").read_text().splitlines()
+    table = [ln for ln in lines if ln.startswith("|")]
+    n = len(load_spec().active())
+    assert len(table) == n + 2
+    assert all(ln.count(" | ") == len(ENGINES) for ln in table[2:])
+    assert "[LEAF-1](" in table[2 + [c.id for c in load_spec().active()].index("LEAF-1")]
+    assert any("[diverges](" in ln for ln in table)
+    assert any("n/a (engine unavailable" in ln for ln in table)
+    assert any("could not run: unknown engine 'no-such-engine'" in ln for ln in lines)
+    data = json.loads((out / "matrix.json").read_text())
+    assert [e["engine"] for e in data["engines"]] == ENGINES
+
+
+def test_the_command(tmp_path, capsys):
+    code = main(["matrix", "--engines", "torch,nope", "--count", "2", "--size", "8",
+                 "--quiet", "--out", str(tmp_path), "--spec-url", "https://example.org/spec/"])
+    out = capsys.readouterr().out
+    assert code == 0 and (tmp_path / "matrix.html").exists()
+    assert "[LEAF-1](https://example.org/spec/leaf.md#leaf-1)" in \
+        (tmp_path / "matrix.md").read_text()
+    assert "nope" in out and "unavailable" in out and "pass" in out
+    assert main(["matrix", "--engines", ",", "--out", str(tmp_path)]) == 2
+    assert main(["matrix", "--engines", "torch", "--oracle", "nope", "--out",
+                 str(tmp_path)]) == 2
+    assert "gradspec: error: oracle: unknown engine" in capsys.readouterr().err
+
+
+CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(b)), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium installed")
+def test_headless_chromium_renders_the_page(matrix):
+    out, _ = matrix
+    shot = out / "matrix.png"
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking", "--no-first-run",
+                        "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={profile}", "--window-size=1200,900",
+                        f"--screenshot={shot}", (out / "matrix.html").resolve().as_uri()],
+                       capture_output=True, timeout=120)
+    assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 10_000       # a rendered table, not a blank page
