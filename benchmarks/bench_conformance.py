@@ -1,0 +1,201 @@
+"""Throughput of the conformance loop: generated programs per second.
+
+One program = generation (conformance/generate.py) + a run on the oracle + a run on the engine
++ the comparison, as `gradspec run` does it minus shrinking and reporting. Measured serially
+and with 2 worker processes (what `pytest -n 2` or `gradspec run --jobs 2` gives), and set
+against running the same programs on torch alone: once through the executor, and once as the
+plain Python of their repro scripts (conformance/render.py) with output discarded.
+
+Targets (benchmarks/README.md): >= 200 programs/s per core for ~20-statement programs, and
+2 workers >= 1.7x serial. Results are printed as ratios; nothing here asserts on time.
+
+    python benchmarks/bench_conformance.py [--engine refimpl] [--count 400] [--size 20]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import multiprocessing as mp
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# One thread per process, set before numpy and torch load their thread pools: tiny tensors
+# gain nothing from threads, and two workers with a pool each spin against each other.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from conformance.compare import compare  # noqa: E402
+from conformance.engines import EngineError, load_engine  # noqa: E402
+from conformance.executor import execute  # noqa: E402
+from conformance.generate import program_for_seed  # noqa: E402
+
+_W: dict = {}
+
+
+def _engines(engine: str, oracle: str):
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    return load_engine(oracle), load_engine(engine)
+
+
+def one(seed: int, size: int, oracle, engine, caps) -> int:
+    """The full loop for one program; returns its number of divergences."""
+    p = program_for_seed(seed, caps, size)
+    return len(compare(p, execute(p, oracle), execute(p, engine)))
+
+
+def _init(engine: str, oracle: str, size: int) -> None:
+    o, e = _engines(engine, oracle)
+    _W.update(o=o, e=e, size=size, caps=frozenset(o.capabilities) & frozenset(e.capabilities))
+
+
+def _chunk(seeds: list[int]) -> tuple[int, int, float]:
+    """(divergences, worker pid, CPU seconds) of a chunk of programs."""
+    c = time.process_time()
+    n = sum(one(s, _W["size"], _W["o"], _W["e"], _W["caps"]) for s in seeds)
+    return n, os.getpid(), time.process_time() - c
+
+
+def serial(seeds, size, oracle, engine, caps) -> tuple[float, int, float]:
+    """(wall seconds, divergences, CPU seconds)."""
+    t, c = time.perf_counter(), time.process_time()
+    n = sum(one(s, size, oracle, engine, caps) for s in seeds)
+    return time.perf_counter() - t, n, time.process_time() - c
+
+
+def parallel(seeds, size, engine_spec, oracle_spec, jobs) -> tuple[float, int, float]:
+    """(wall seconds, divergences, CPU seconds of the busiest worker)."""
+    chunks = [seeds[i:i + 10] for i in range(0, len(seeds), 10)]   # small: even load
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with ctx.Pool(jobs, _init, (engine_spec, oracle_spec, size)) as pool:
+        pool.map(_chunk, [[s] for s in seeds[:jobs]])          # warm the workers up
+        t = time.perf_counter()
+        res = pool.map(_chunk, chunks)
+        wall = time.perf_counter() - t
+    per_worker: dict[int, float] = {}
+    for _, pid, cpu in res:
+        per_worker[pid] = per_worker.get(pid, 0.0) + cpu
+    return wall, sum(r[0] for r in res), max(per_worker.values())
+
+
+def _burn(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def control(jobs: int, n: int = 2_000_000) -> float:
+    """The speedup `jobs` processes get on pure Python work right now: on a shared machine
+    it bounds what the conformance loop can show."""
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    t = time.perf_counter()
+    for _ in range(jobs):
+        _burn(n)
+    s = time.perf_counter() - t
+    with ctx.Pool(jobs) as pool:
+        t = time.perf_counter()
+        pool.map(_burn, [n] * jobs)
+        return s / (time.perf_counter() - t)
+
+
+def torch_alone(programs, oracle) -> tuple[float, float]:
+    """(seconds through the executor, seconds as plain repro-script code) on torch."""
+    t = time.perf_counter()
+    for p in programs:
+        execute(p, oracle)
+    executor = time.perf_counter() - t
+    from conformance.render import render
+    codes = [compile(render(p, guard_all=True), f"seed{p.seed}", "exec") for p in programs]
+    sink = io.StringIO()
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        for c in codes:
+            exec(c, {"__name__": "gradspec_bench"})
+    return executor, time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engine", default="refimpl")
+    ap.add_argument("--oracle", default="torch")
+    ap.add_argument("--count", type=int, default=400)
+    ap.add_argument("--size", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="alternate serial and parallel runs this often; keep the best of each "
+                         "(a shared machine's load then hurts both alike)")
+    ap.add_argument("--json", help="also write the results here")
+    a = ap.parse_args(argv)
+    try:
+        oracle, engine = _engines(a.engine, a.oracle)
+    except EngineError as exc:
+        print(f"bench_conformance: {exc}", file=sys.stderr)
+        return 2
+    caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
+    seeds = list(range(a.count))
+    serial(seeds[:20], a.size, oracle, engine, caps)                   # warm-up
+    t_gen = float("inf")
+    for _ in range(a.repeat):
+        t = time.perf_counter()
+        programs = [program_for_seed(s, caps, a.size) for s in seeds]
+        t_gen = min(t_gen, time.perf_counter() - t)
+    stmts = sum(sum(1 for _ in p.walk()) for p in programs) / len(programs)
+    t_serial = t_par = c_serial = c_par = float("inf")
+    ctl = 0.0
+    for _ in range(a.repeat):
+        ts, divs, cs = serial(seeds, a.size, oracle, engine, caps)
+        tp, divs_par, cp = parallel(seeds, a.size, a.engine, a.oracle, a.jobs)
+        t_serial, t_par = min(t_serial, ts), min(t_par, tp)
+        c_serial, c_par = min(c_serial, cs), min(c_par, cp)
+        ctl = max(ctl, control(a.jobs))
+    t_exec, t_plain = map(min, zip(*(torch_alone(programs, oracle) for _ in range(a.repeat)),
+                                      strict=True))
+    n = len(seeds)
+    res = {
+        "engine": f"{engine.name} {engine.version}", "oracle": f"{oracle.name} {oracle.version}",
+        "programs": n, "statements_per_program": round(stmts, 1), "cpus": os.cpu_count(),
+        "python": platform.python_version(), "repeat": a.repeat,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "generation_per_s": round(n / t_gen), "serial_per_s": round(n / t_serial),
+        f"jobs{a.jobs}_per_s": round(n / t_par), "speedup": round(t_serial / t_par, 2),
+        "control_speedup": round(ctl, 2),
+        # CPU seconds of the serial run over those of the busiest worker: the speedup on idle
+        # cores, which a loaded machine's wall clock cannot show
+        "cpu_speedup": round(c_serial / c_par, 2),
+        "torch_executor_per_s": round(n / t_exec), "torch_plain_per_s": round(n / t_plain),
+        "loop_cost_vs_torch_executor": round(t_serial / t_exec, 2),
+        "loop_cost_vs_torch_plain": round(t_serial / t_plain, 2),
+        "divergent_statements": divs, "same_in_parallel": divs == divs_par,
+    }
+    print(f"conformance loop: {res['engine']} vs {res['oracle']}, {n} programs of "
+          f"{stmts:.1f} statements, {os.cpu_count()} CPUs, best of {a.repeat}, load average "
+          f"{res['load_average'][0]}")
+    print(f"  generation only          {res['generation_per_s']:>7} programs/s")
+    print(f"  full loop, serial        {res['serial_per_s']:>7} programs/s  (target >= 200)")
+    print(f"  full loop, {a.jobs} workers     {res[f'jobs{a.jobs}_per_s']:>7} programs/s  "
+          f"speedup {res['speedup']}x (target >= 1.7x)")
+    print(f"  control: {a.jobs} processes of pure Python get {res['control_speedup']}x on "
+          f"this machine now; by CPU time the loop's speedup is {res['cpu_speedup']}x")
+    print(f"  torch alone, executor    {res['torch_executor_per_s']:>7} programs/s  "
+          f"(the loop costs {res['loop_cost_vs_torch_executor']}x)")
+    print(f"  torch alone, plain code  {res['torch_plain_per_s']:>7} programs/s  "
+          f"(the loop costs {res['loop_cost_vs_torch_plain']}x)")
+    print(f"  divergent statements: {divs} (same with {a.jobs} workers: "
+          f"{res['same_in_parallel']})")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""torch.autograd.backward and torch.autograd.grad (API-1..API-12, FREE-4, FREE-7, VER-15,
+HOOK-16, RETAIN-8)."""
+from __future__ import annotations
+
+from . import (
+    engine,
+    errors,
+    grad_mode,  # noqa: F401  (torch.autograd.grad_mode exists too)
+)
+from .node import accumulator
+from .tensor import Tensor, edge, wrap
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _roots(outputs, grad_outputs):
+    """The root edges and seed gradients, checked as torch checks them."""
+    grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError("grad can be implicitly created only for scalar outputs"
+                           if not grads else
+                           f"Mismatch in length: got {len(grads)} gradients for "
+                           f"{len(outputs)} outputs")
+    edges, arrays = [], []
+    for i, (out, g) in enumerate(zip(outputs, grads, strict=True)):
+        e = edge(out)
+        if e[0] is None:
+            raise errors.no_grad_fn(i)  # API-4
+        if g is None:
+            if out._data.size != 1:
+                raise errors.implicit_grad_nonscalar()  # API-1
+            g = out._be.xp.ones(out._data.shape, dtype=out._data.dtype)
+        else:
+            if not isinstance(g, Tensor):
+                g = wrap(out._be, out._be.xp.asarray(g, dtype=out._data.dtype))
+            if tuple(g.shape) != tuple(out.shape):
+                raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
+            g = g._data if g._dtype is out._dtype else \
+                out._be.xp.astype(g._data, out._be.native[out._dtype])  # cast, as torch does
+        edges.append(e)
+        arrays.append(g)
+    return edges, arrays
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    if create_graph:
+        raise NotImplementedError("refimpl: create_graph=True is out of scope")
+    outputs = _as_tuple(tensors)
+    if not outputs:
+        raise RuntimeError("backward() called with an empty list of tensors")
+    if inputs is not None and not _as_tuple(inputs):
+        raise errors.backward_empty_inputs()  # checked first, as torch does
+    edges, grads = _roots(outputs, grad_tensors)
+    targets = []
+    for t in _as_tuple(inputs):  # API-11
+        if t.grad_fn is None:
+            if not t.requires_grad:
+                raise errors.input_no_requires_grad()
+            targets.append((accumulator(t), 0))
+        else:
+            t.retain_grad()  # torch accumulates into a non-leaf input through retain_grad
+            targets.append(edge(t))
+    keep = bool(retain_graph) if retain_graph is not None else create_graph  # FREE-7
+    engine.execute(edges, grads, keep, outputs[0]._be, targets, capture=False)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    if create_graph:
+        raise NotImplementedError("refimpl: create_graph=True is out of scope")
+    outs, ins = _as_tuple(outputs), _as_tuple(inputs)
+    edges, grads = _roots(outs, grad_outputs)
+    targets = []
+    for t in ins:
+        if not t.requires_grad:
+            raise errors.input_no_requires_grad()  # API-8
+        targets.append(edge(t))
+    keep = bool(retain_graph) if retain_graph is not None else create_graph
+    got = engine.execute(edges, grads, keep, outs[0]._be, targets, capture=True)
+    result = []
+    for i, (t, g) in enumerate(zip(ins, got, strict=True)):
+        if g is None:
+            if materialize_grads:
+                g = t._be.xp.zeros(t._data.shape, dtype=t._data.dtype)
+            elif not allow_unused:
+                raise errors.unused_input(i)  # API-7
+        result.append(None if g is None else _grad_tensor(t._be, g))
+    return tuple(result)
+
+
+def _grad_tensor(be, g):
+    """A returned gradient. Where a backward formula returned a view (sum's expand, a view op's
+    inverse), torch hands back a view made under no_grad, and so does refimpl (MODE-9)."""
+    t = wrap(be, g)
+    if be.is_view(g):
+        t._base = wrap(be, g)
+        t._base._vc = t._vc
+        t._view_chain, t._view_version, t._view_no_grad = (), t._vc[0], True
+    return t

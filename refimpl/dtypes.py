@@ -1,0 +1,53 @@
+"""dtypes and torch's type promotion for the four dtypes in scope (float32, float64, int64, bool).
+
+Promotion follows torch: dimensioned tensors outrank 0-d tensors, which outrank Python scalars,
+unless the lower tier has a higher category (bool < integer < floating). A Python float meeting
+an integer tensor gives the default dtype, float32.
+"""
+from __future__ import annotations
+
+
+class dtype:
+    def __init__(self, name, rank, category, c_name, legacy):
+        self.name, self.rank, self.category = name, rank, category
+        self.c_name, self.legacy = c_name, legacy  # torch's C++ and legacy type names
+        self.is_floating_point = category == 2
+        self.itemsize = {"bool": 1, "int64": 8, "float32": 4, "float64": 8}[name]
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+bool_ = dtype("bool", 0, 0, "bool", "torch.BoolTensor")
+int64 = dtype("int64", 1, 1, "long", "torch.LongTensor")
+float32 = dtype("float32", 2, 2, "float", "torch.FloatTensor")
+float64 = dtype("float64", 3, 2, "double", "torch.DoubleTensor")
+ALL = (bool_, int64, float32, float64)
+BY_NAME = {d.name: d for d in ALL}
+
+
+def of_scalar(v) -> dtype:
+    if isinstance(v, bool):
+        return bool_
+    return int64 if isinstance(v, int) else float32
+
+
+def result_type(tensors_and_scalars) -> dtype:
+    """torch.result_type over tensors (objects with _dtype and ndim) and Python scalars."""
+    tiers = [None, None, None]  # dimensioned tensors, 0-d tensors, Python scalars
+    for v in tensors_and_scalars:
+        if hasattr(v, "_dtype"):
+            d, tier = v._dtype, (0 if v._data.ndim else 1)
+        else:
+            d, tier = of_scalar(v), 2
+        cur = tiers[tier]
+        tiers[tier] = d if cur is None or d.rank > cur.rank else cur
+    out = None
+    for d in tiers:
+        if d is None:
+            continue
+        if out is None:
+            out = d
+        elif d.category > out.category:
+            out = d  # a higher category from a lower tier wins (a Python float is float32)
+    return out

@@ -1,0 +1,158 @@
+"""Error and warning messages, worded as torch 2.13.0 words them (spec/errors.md, UNSPEC-5).
+
+The spec fixes only each kind's exception type and message prefix; the rest of the text follows
+torch too, so that a reader can compare outputs line by line.
+"""
+from __future__ import annotations
+
+HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def leaf_inplace():  # INPLACE-1
+    return RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                        "operation.")
+
+
+def view_of_leaf_inplace():  # INPLACE-2, INPLACE-3
+    return RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                        "in-place operation.")
+
+
+def version_mismatch(desc: str, origin: str | None, got: int, want: int):  # VER-7
+    where = f", which is output 0 of {_short(origin)}," if origin else ""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{desc}]{where} is at version {got}; expected version {want} instead. "
+        + HINT)
+
+
+def graph_freed():  # FREE-1
+    return RuntimeError(
+        "Trying to backward through the graph a second time (or directly access saved tensors "
+        "after they have already been freed). Saved intermediate values of the graph are freed "
+        "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+        "backward through the graph a second time or if you need to access saved tensors after "
+        "calling backward.")
+
+
+def implicit_grad_nonscalar():  # API-1
+    return RuntimeError("grad can be implicitly created only for scalar outputs")
+
+
+def no_grad_fn(i: int):  # API-4
+    return RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+
+
+def unused_input(i: int):  # API-7
+    return RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
+                        "the graph. Set allow_unused=True if this is the desired behavior.")
+
+
+def input_no_requires_grad():  # API-8
+    return RuntimeError("One of the differentiated Tensors does not require grad")
+
+
+def no_grad_view_inplace(fn=None, indirect=False):  # MODE-9
+    who = (f"Output 0 of {_short(fn.name())} is a view of a view which was created in"
+           if fn is not None else "A view was created in")
+    what = "its base or another view of its base has been" if indirect else "is being"
+    return RuntimeError(
+        f"{who} no_grad mode and {what} modified inplace with grad mode enabled. Given that this "
+        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+        "moving both the view and the inplace either both inside the no_grad block (if you "
+        "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+        "tracked).")
+
+
+def _short(name: str) -> str:
+    """torch's short node name in messages: ExpBackward0 -> Exp."""
+    return name[:name.index("Backward")] if "Backward" in name else name
+
+
+def post_hook_returned_value():  # HOOK-13
+    return RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def backward_empty_inputs():  # API-11
+    return RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+
+
+def retain_grad_no_requires_grad():  # RETAIN-2
+    return RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+
+
+def requires_grad_dtype(method: bool = False):  # LEAF-15
+    if method:
+        return RuntimeError("only Tensors of floating point dtype can require gradients")
+    return RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+
+
+def requires_grad_nonleaf():  # LEAF-11
+    return RuntimeError(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+        "variable in a subgraph that doesn't require differentiation use "
+        "var_no_grad = var.detach().")
+
+
+def hook_no_requires_grad():  # HOOK-7
+    return RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+
+
+def post_hook_nonleaf():  # HOOK-12
+    return RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+
+
+def grad_assign_shape(got, want):  # LEAF-12
+    return RuntimeError(f"attempting to assign a gradient of size '{list(got)}' to a tensor of "
+                        f"size '{list(want)}'. Please ensure that the gradient and the tensor are "
+                        "the same size")
+
+
+def grad_assign_dtype(got, want):  # LEAF-13
+    return RuntimeError(f"attempting to assign a gradient with dtype '{got.c_name}' to a tensor "
+                        f"with grad_dtype '{want.c_name.capitalize()}'. The gradient must match "
+                        "the tensor's grad_dtype (defaults to the tensor's dtype).")
+
+
+def hook_changed_size(name: str):  # HOOK-5
+    return RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def hook_changed_type(name: str, was, got):
+    return RuntimeError(f"hook '{name}' has changed the type of value (was {was.legacy} got "
+                        f"{got.legacy})")
+
+
+def grad_shape_mismatch(i: int, got, want):  # API-3
+    return RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {got!r} and "
+                        f"output[{i}] has a shape of {want!r}.")
+
+
+def invalid_gradient(name: str, i: int, got, want):
+    return RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
+                        f"{list(got)} but expected shape compatible with {list(want)}")
+
+
+def cast_inplace(got, want):
+    return RuntimeError(f"result type {got.c_name.capitalize()} can't be cast to the desired "
+                        f"output type {want.c_name.capitalize()}")
+
+
+def partial_overlap():
+    return RuntimeError("unsupported operation: some elements of the input tensor and the "
+                        "written-to tensor refer to a single memory location. Please clone() the "
+                        "tensor before performing the operation.")
+
+
+def overlapping_write():
+    return RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                        "refers to a single memory location. Please clone() the tensor before "
+                        "performing the operation.")
+
+
+NONLEAF_GRAD_WARNING = (  # RETAIN-7
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")

@@ -1,0 +1,149 @@
+"""Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
+FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, HOOK-8, HOOK-13).
+
+A Node is what `tensor.grad_fn` returns. Every op in scope has one output, so a node receives one
+gradient and returns one gradient per entry of `next_functions`.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from . import errors, hooks
+
+_sequence = itertools.count()  # creation order; the engine runs the most recent node first
+FREED = "freed"                # Node.saved after release_variables()
+
+
+class SavedValue:
+    """An array a backward formula needs, plus the version of the tensor it came from.
+
+    vc is the tensor's version counter (a one-element list shared by views); None for constants
+    and for the private copy an in-place op keeps of its input's old value. origin names the
+    tensor's creator in the error message: the node itself for a saved output, the input tensor
+    (whose grad_fn is read when the error is raised, as torch does) for a saved input.
+    """
+    __slots__ = ("array", "vc", "version", "origin", "idx", "dtype")
+
+    def __init__(self, array, vc, origin, idx, dtype):
+        self.array, self.vc, self.origin, self.idx, self.dtype = array, vc, origin, idx, dtype
+        self.version = vc[0] if vc is not None else 0
+
+    def unpack(self):
+        vc = self.vc
+        if vc is not None and vc[0] != self.version:  # VER-7
+            desc = f"{self.dtype.legacy} {list(self.array.shape)}"
+            origin = self.origin
+            if origin is not None and not isinstance(origin, str):
+                fn = origin.grad_fn
+                origin = fn.name() if fn is not None else None
+            raise errors.version_mismatch(desc, origin, vc[0], self.version)
+        return self.array
+
+
+class Node:
+    """One backward function: `backward(node, grad)` returns a tuple, one grad per input."""
+    __slots__ = ("_name", "backward", "next_functions", "in_meta", "saved", "info", "seq",
+                 "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retains_grad", "__weakref__")
+
+    def __init__(self, name, backward, next_functions, in_meta, info=None):
+        self._name, self.backward = name, backward
+        self.next_functions = next_functions  # ((node or None, 0), ...) one per input
+        self.in_meta = in_meta                # ((shape, dtype) or None, ...) one per input
+        self.saved = ()
+        self.info = info                      # non-tensor constants the formula needs
+        self.seq = next(_sequence)
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = None
+        self._retains_grad = None             # weakref to the tensor that retains its grad
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self):
+        return f"<{self._name} object at {id(self):#x}>"
+
+    # saved values (VER-9..VER-13): a None entry is a value the formula will not need.
+    def save(self, *values):
+        self.saved = values
+
+    def unpack(self):
+        saved = self.saved
+        if saved is FREED:
+            raise errors.graph_freed()
+        return tuple(None if s is None else s.unpack() for s in saved)
+
+    def release_variables(self):
+        """Free the saved arrays (FREE-1). Nodes that saved nothing stay usable (FREE-3)."""
+        if self._name == "torch::autograd::CopySlices":  # drops its inner node: always freed
+            self.info[0].release_variables()
+            self.saved = FREED
+        elif self.saved is not FREED and any(s is not None for s in self.saved):
+            self.saved = FREED
+
+    # hooks (HOOK-15): prehook(grad_outputs), hook(grad_inputs, grad_outputs)
+    def register_prehook(self, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return hooks.add(self._pre_hooks, fn)
+
+    def register_hook(self, fn):
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return hooks.add(self._post_hooks, fn)
+
+    def _add_tensor_hooks(self, hooks_dict):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = []
+        self._tensor_hooks.append(hooks_dict)
+
+    def tensor_hook_dicts(self):
+        return self._tensor_hooks or ()
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad; applying it adds the gradient to `leaf.grad`."""
+    __slots__ = ("variable",)
+
+    def __init__(self, leaf):
+        super().__init__("torch::autograd::AccumulateGrad", _accumulate, (),
+                         ((leaf._data.shape, leaf._dtype),))
+        self.seq = float("inf")  # runs as soon as it is ready, as torch's AccumulateGrad does
+        self.variable = leaf
+
+    def tensor_hook_dicts(self):
+        dicts = list(self._tensor_hooks or ())  # hooks of the leaf before it got a history
+        current = self.variable._backward_hooks  # a leaf's hooks live on the leaf (HOOK-8)
+        if current and all(d is not current for d in dicts):
+            dicts.append(current)
+        return dicts
+
+
+def _accumulate(node, grad):
+    leaf = node.variable
+    if grad is None:
+        return ()
+    if leaf._grad_fn is not None:  # an in-place op gave the leaf a history since
+        raise RuntimeError("leaf variable has been moved into the graph interior")
+    if not leaf._requires_grad:  # requires_grad_(False) since the graph was built: no update
+        pass
+    elif leaf._grad is None:
+        leaf._grad = leaf._new_like(leaf._be.copy(grad))
+    else:  # accumulate in place, as torch does when backward runs without create_graph (LEAF-7)
+        g = leaf._grad
+        g._data[...] = g._data + grad
+        g._vc[0] += 1
+    if leaf._post_hooks:
+        for fn in list(leaf._post_hooks.values()):  # HOOK-13
+            if fn(leaf) is not None:
+                raise errors.post_hook_returned_value()
+    return ()
+
+
+def accumulator(leaf) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, shared by every graph that uses the leaf while one is alive."""
+    ref = leaf._accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._accumulator = weakref.ref(node)
+    return node

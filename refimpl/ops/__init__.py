@@ -1,0 +1,58 @@
+"""The op set, attached to Tensor as methods and Python operators (GRAPH-3, INPLACE-13).
+
+Families live in their own modules: elementwise, reduce, linalg, views (movement and indexing),
+inplace. Every in-place `_` variant is built from its out-of-place op by `inplace`.
+"""
+from __future__ import annotations
+
+import operator
+
+from ..tensor import Tensor
+from . import elementwise as ew
+from . import inplace as ip
+from . import linalg, reduce, views
+
+_METHODS = {
+    "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": ew.pow,
+    "exp": ew.exp, "log": ew.log, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh,
+    "sigmoid": ew.sigmoid, "relu": ew.relu, "abs": ew.abs, "clamp": ew.clamp,
+    "reciprocal": ew.reciprocal,
+    "sum": reduce.sum, "mean": reduce.mean, "matmul": linalg.matmul,
+    "view": views.view, "reshape": views.reshape, "t": views.t, "transpose": views.transpose,
+    "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "expand": views.expand,
+    "expand_as": views.expand_as, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
+    "copy_": ip.copy_,
+}
+_INPLACE = ("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tanh",
+            "sigmoid", "relu", "abs", "clamp", "reciprocal")
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name in _INPLACE:
+    setattr(Tensor, _name + "_", ip.inplace(_METHODS[_name]))
+
+Tensor.multiply, Tensor.subtract, Tensor.divide, Tensor.true_divide = ew.mul, ew.sub, ew.div, ew.div
+Tensor.clip, Tensor.negative = ew.clamp, ew.neg
+Tensor.T = property(lambda self: views.transpose(self, 0, 1, "TBackward0")
+                    if self._data.ndim == 2 else self.t())
+Tensor.__add__ = Tensor.__radd__ = ew.add
+Tensor.__sub__ = ew.sub
+Tensor.__rsub__ = ew.rsub
+Tensor.__mul__ = Tensor.__rmul__ = ew.mul
+Tensor.__truediv__ = ew.div
+Tensor.__rtruediv__ = ew.rdiv
+Tensor.__neg__ = ew.neg
+Tensor.__pow__ = ew.pow
+Tensor.__rpow__ = ew.rpow
+Tensor.__abs__ = ew.abs
+Tensor.__matmul__ = linalg.matmul
+Tensor.__rmatmul__ = lambda self, other: linalg.matmul(other, self)
+Tensor.__iadd__, Tensor.__isub__ = Tensor.add_, Tensor.sub_
+Tensor.__imul__, Tensor.__itruediv__ = Tensor.mul_, Tensor.div_
+Tensor.__ipow__ = Tensor.pow_
+Tensor.__getitem__ = views.getitem
+Tensor.__setitem__ = views.setitem
+for _op in ("lt", "le", "gt", "ge"):
+    setattr(Tensor, f"__{_op}__", ew.compare(getattr(operator, _op)))
+Tensor.eq, Tensor.ne = ew.compare(operator.eq), ew.compare(operator.ne)
+Tensor.__eq__, Tensor.__ne__ = Tensor.eq, Tensor.ne
+Tensor.__hash__ = object.__hash__

@@ -1,0 +1,132 @@
+"""matmul, recorded as torch records it for each case of operand ranks (GRAPH-3, VER-12).
+
+1-D @ 1-D is DotBackward0, 2-D @ 1-D MvBackward0, 2-D @ 2-D MmBackward0; 1-D @ 2-D goes through
+unsqueeze, mm and squeeze.
+Each saves an operand only when the other one needs a gradient. With a batch, torch either folds
+it into matrix rows (mm) or expands both operands and calls bmm; refimpl follows the same rule.
+"""
+from __future__ import annotations
+
+from ..tensor import needs, record, saved
+from . import views
+
+
+def matmul(a, b):
+    da, db = a._data.ndim, b._data.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    if a._dtype is not b._dtype:
+        raise _dtype_error(a._dtype, b._dtype, da, db)
+    if da == 1 and db == 1:
+        return _two(a, b, "DotBackward0", _dot_bw)
+    if da == 2 and db == 1:
+        return _two(a, b, "MvBackward0", _mv_bw)
+    if da == 1 and db == 2:  # torch: unsqueeze(0), mm, then squeeze_(0) in place (version 1)
+        out = _two(views.unsqueeze(a, 0), b, "MmBackward0", _mm_bw)
+        xp = a._be.xp
+        res, _ = record(xp.squeeze(out._data, axis=0), a._be, "SqueezeBackward4", _unsqueeze_bw,
+                        (out,), xp)
+        res._vc[0] = 1
+        return res
+    if da == 2 and db == 2:
+        return _two(a, b, "MmBackward0", _mm_bw)
+    if _should_fold(a, b):  # fold the batch of the larger operand into matrix rows
+        flip = db > da
+        t1 = views.transpose(b, -2, -1) if flip else a
+        t2 = (views.t(a) if da == 2 else a) if flip else b
+        shape = t1._data.shape[:-1]
+        rows = views.reshape(t1, _numel(shape), t1._data.shape[-1])
+        if t2._data.ndim == 1:
+            return views.unsafe_view(_two(rows, t2, "MvBackward0", _mv_bw), shape)
+        out = views.unsafe_view(_two(rows, t2, "MmBackward0", _mm_bw),
+                                shape + (t2._data.shape[1],))
+        return views.contiguous(views.transpose(out, -2, -1)) if flip else out
+    # batched: expand both to the broadcast batch, flatten it, bmm, unflatten
+    sa, sb = a._data.shape, b._data.shape
+    n, m1 = (sa[-2] if da > 1 else 1), sa[-1]
+    m2, p = (sb[-2] if db > 1 else sb[0]), (sb[-1] if db > 1 else 1)
+    batch = _broadcast(sa[:max(da - 2, 0)], sb[:max(db - 2, 0)])
+    nb = _numel(batch)
+    if db == 1:
+        b = views.unsqueeze(b, -1)
+    a3 = views.reshape(views.expand(a, *batch, n, m1), nb, n, m1)
+    b3 = views.reshape(views.expand(b, *batch, m2, p), nb, m2, p)
+    out = _two(a3, b3, "BmmBackward0", _mm_bw)
+    return views.unsafe_view(out, batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ()))
+
+
+def _dtype_error(x, y, da, db):
+    """torch's messages for operands of different dtypes, which matmul does not promote."""
+    X, Y = x.c_name.capitalize(), y.c_name.capitalize()
+    if da == 1 and db == 1:
+        return RuntimeError(f"dot : expected both vectors to have same dtype, but found {X} "
+                            f"and {Y}")
+    if da == 2 and db == 1:
+        return RuntimeError(f"addmv input tensors must have the same dtype, but got {Y}, {X}, "
+                            f"and {Y}")
+    if min(da, db) >= 3:
+        return RuntimeError(f"expected scalar type {X} but found {Y}")
+    return RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {x.c_name} != "
+                        f"{y.c_name}")
+
+
+def _should_fold(a, b):
+    """torch's should_fold: fold when the smaller operand needs grad, or when the larger one's
+    batch dims can be flattened without a copy."""
+    larger, smaller = (a, b) if a._data.ndim >= b._data.ndim else (b, a)
+    if not (larger._data.ndim >= 3 and smaller._data.ndim <= 2):
+        return False
+    if smaller.requires_grad:
+        return True
+    if a._data.ndim == 2:
+        return False
+    shape, strides = larger._data.shape, larger._be.strides(larger._data)
+    if _numel(shape) == 0:
+        return True
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def _broadcast(s1, s2):
+    n = max(len(s1), len(s2))
+    s1, s2 = (1,) * (n - len(s1)) + tuple(s1), (1,) * (n - len(s2)) + tuple(s2)
+    return tuple(max(x, y) if 1 in (x, y) else x for x, y in zip(s1, s2, strict=True))
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _two(a, b, name, backward):             # saves: b if a needs grad, a if b needs grad
+    xp = a._be.xp
+    out, node = record(xp.matmul(a._data, b._data), a._be, name, backward, (a, b), xp)
+    if node is not None:
+        node.save(saved(node, b, 1) if needs(node, 0) else None,
+                  saved(node, a, 0) if needs(node, 1) else None)
+    return out
+
+
+def _unsqueeze_bw(node, g):
+    return (node.info.expand_dims(g, axis=0),)
+
+
+def _dot_bw(node, g):
+    b, a = node.unpack()
+    return (g * b if b is not None else None, g * a if a is not None else None)
+
+
+def _mv_bw(node, g):
+    v, m = node.unpack()
+    xp = node.info
+    return (xp.reshape(g, (-1, 1)) * xp.reshape(v, (1, -1)) if v is not None else None,
+            xp.matmul(xp.matrix_transpose(m), g) if m is not None else None)
+
+
+def _mm_bw(node, g):
+    b, a = node.unpack()
+    xp = node.info
+    return (xp.matmul(g, xp.matrix_transpose(b)) if b is not None else None,
+            xp.matmul(xp.matrix_transpose(a), g) if a is not None else None)

@@ -1,0 +1,491 @@
+"""Tensor: data, leaf-ness, `.grad`, version counter and view tracking.
+
+Clauses: LEAF-1..LEAF-15 (leaves, `.grad` get/set), RETAIN-1..RETAIN-7, HOOK-6, HOOK-7, HOOK-12,
+VER-1..VER-6 (version counter shared by views and detach(), not by .data), GRAPH-10 and
+INPLACE-1..INPLACE-14 (how an in-place op rewrites the history of a tensor and of its base).
+
+Ops live in refimpl/ops and are attached to Tensor as methods there; this module holds the
+machinery they share: `record` (attach a node to a result), `make_view`, `commit_inplace`.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+from . import backend, dtypes, errors, grad_mode, hooks
+from .node import Node, SavedValue, accumulator
+
+_enabled = grad_mode.enabled
+
+
+class Size(tuple):
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class device:
+    def __init__(self, type_: str):
+        self.type = str(type_).split(":")[0]
+
+    __str__ = lambda self: self.type
+    __repr__ = lambda self: f"device(type='{self.type}')"
+    __eq__ = lambda self, other: str(self) == str(other)
+    __hash__ = lambda self: hash(self.type)
+
+
+class Tensor:
+    __slots__ = ("_data", "_be", "_dtype", "_requires_grad", "_grad_fn", "_grad", "_vc",
+                 "_base", "_view_chain", "_view_version", "_view_no_grad", "_backward_hooks",
+                 "_post_hooks", "_retains_grad", "_accumulator", "__weakref__")
+    __hash__ = object.__hash__
+
+    # ---- construction -------------------------------------------------------------------
+    def _new_like(self, array, vc=None) -> Tensor:
+        """A plain leaf on this tensor's backend; shares `vc` when given (views, detach)."""
+        return wrap(self._be, array, vc)
+
+    # ---- autograd attributes --------------------------------------------------------------
+    @property
+    def grad_fn(self):
+        if self._base is not None:
+            return view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def requires_grad(self) -> bool:
+        # the stored grad_fn, not a regenerated one: torch's requires_grad() reads the field
+        return self._requires_grad or self._grad_fn is not None or (
+            self._base is not None and self._base.requires_grad)
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._grad_fn is not None:  # torch reads the stored field here, not a regenerated one
+            if not requires_grad:
+                raise errors.requires_grad_nonleaf()  # LEAF-11
+            return self
+        if requires_grad and not self._dtype.is_floating_point:
+            raise errors.requires_grad_dtype(method=True)  # LEAF-15
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(errors.NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)  # RETAIN-7
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if value._dtype is not self._dtype:
+                raise errors.grad_assign_dtype(value._dtype, self._dtype)  # LEAF-13
+            if tuple(value.shape) != tuple(self.shape):
+                raise errors.grad_assign_shape(value.shape, self.shape)  # LEAF-12
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def data(self):
+        """Same storage, its own version counter, no history (VER-6, INPLACE-5)."""
+        return self._new_like(self._data)
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data
+        self._dtype = value._dtype
+
+    def detach(self):
+        """Same storage and version counter, no history (LEAF-4, VER-5, INPLACE-6)."""
+        return self._new_like(self._data, self._vc)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise errors.retain_grad_no_requires_grad()  # RETAIN-2
+        if self._grad_fn is None:
+            return  # a leaf keeps its grad anyway (RETAIN-3)
+        fn = self.grad_fn
+        if not self._retains_grad:
+            fn._retains_grad = weakref.ref(self)
+            self._retains_grad = True
+
+    def register_hook(self, hook):
+        if not self.requires_grad:
+            raise errors.hook_no_requires_grad()  # HOOK-7
+        fn = self.grad_fn  # first: regenerating a view's grad_fn resets its hooks
+        if self._backward_hooks is None:
+            self._backward_hooks = {}
+            if fn is not None:  # a leaf's AccumulateGrad reads the dict from the leaf itself
+                fn._add_tensor_hooks(self._backward_hooks)
+        return hooks.add(self._backward_hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if self.grad_fn is not None:
+            raise errors.post_hook_nonleaf()  # HOOK-12
+        if not self._requires_grad:
+            raise errors.hook_no_requires_grad()
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return hooks.add(self._post_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---- plain attributes and conversions -------------------------------------------------
+    shape = property(lambda self: Size(self._data.shape))
+    dtype = property(lambda self: self._dtype)
+    device = property(lambda self: device(self._be.device))
+    ndim = property(lambda self: self._data.ndim)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self.shape.numel()
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
+        v = self._be.tolist(self._data)
+        while isinstance(v, list):
+            v = v[0]
+        return v
+
+    def tolist(self):
+        return self._be.tolist(self._data)
+
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._be.to_host(self._data)
+
+    def __len__(self):
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    __bool__ = lambda self: bool(self.item())
+    __float__ = lambda self: float(self.item())
+    __int__ = lambda self: int(self.item())
+
+    def __format__(self, spec):
+        return format(self.item(), spec) if self._data.ndim == 0 else repr(self)
+
+    def __repr__(self):
+        from .formatting import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+
+# ---- making tensors -----------------------------------------------------------------------
+_new = object.__new__
+
+
+def wrap(be, array, vc=None) -> Tensor:
+    """A leaf tensor around a backend array (no copy)."""
+    t = _new(Tensor)
+    t._data = array = be.wrap(array)
+    t._be, t._dtype = be, be.dtype_of[array.dtype]
+    t._requires_grad = False
+    t._grad_fn = t._grad = t._base = t._view_chain = t._backward_hooks = None
+    t._post_hooks = t._accumulator = None
+    t._retains_grad = False
+    t._vc = vc if vc is not None else [0]
+    return t
+
+
+def edge(t: Tensor):
+    """Where a gradient for `t` goes: (its grad_fn, 0), its AccumulateGrad, or (None, 0)."""
+    fn = t.grad_fn if t._base is not None else t._grad_fn
+    if fn is not None:
+        return (fn, 0)
+    if t._requires_grad:  # the tensor's own flag: a no_grad view's inherited one gives no edge
+        return (accumulator(t), 0)
+    return _NO_EDGE
+
+
+_NO_EDGE = (None, 0)
+
+
+def record(out, be, name, backward, inputs, info=None):
+    """Wrap an op's result array. When grad mode is on and a tensor input requires grad, give the
+    result a Node with one edge per input (Python scalars get an empty edge, GRAPH-6).
+
+    Returns (tensor, node or None); the op then saves what its formula needs with node.save().
+    """
+    t = wrap(be, out)
+    if not _enabled[0]:
+        return t, None
+    edges, meta, any_rg = [], [], False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            e = edge(x)
+            if e[0] is not None:
+                any_rg = True
+                meta.append((x._data.shape, x._dtype))
+            else:  # a view taken under no_grad requires grad but has no edge (MODE-9)
+                any_rg = any_rg or (x._base is not None and x._base.requires_grad)
+                meta.append(None)
+            edges.append(e)
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    if not any_rg:
+        return t, None
+    node = Node(name, backward, tuple(edges), tuple(meta), info)
+    t._grad_fn = node
+    return t, node
+
+
+def saved(node: Node, t, idx: int):
+    """A SavedValue for input `idx` of node (a tensor or a Python scalar)."""
+    if not isinstance(t, Tensor):
+        return SavedValue(t, None, None, idx, None)
+    return SavedValue(t._data, t._vc, t, idx, t._dtype)
+
+
+def saved_result(node: Node, t: Tensor):
+    return SavedValue(t._data, t._vc, node._name, -1, t._dtype)
+
+
+def needs(node: Node, i: int) -> bool:
+    """Whether input i of node needs a gradient (torch's should_compute_output)."""
+    return node.next_functions[i][0] is not None
+
+
+# ---- views (VER-4, GRAPH-10, INPLACE-8) ------------------------------------------------------
+class ViewStep:
+    """One view op as a pair of functions: fwd(base array) -> view, bwd(view grad) -> base grad."""
+    __slots__ = ("fwd", "bwd")
+
+    def __init__(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+
+
+def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
+    """A view of `a`: shares its storage and version counter, remembers the root base and the
+    chain of steps from it, and records `name` as its grad_fn when a requires grad."""
+    out, node = record(step.fwd(a._data), a._be, name, _view_backward, (a,), step)
+    out._vc = a._vc
+    out._base = a._base if a._base is not None else a
+    out._view_chain = (a._view_chain or ()) + (step,)
+    out._view_version = a._vc[0]
+    # taken under no_grad (or from such a view): no gradient flows through it and it may not be
+    # modified in place with grad mode on (MODE-9)
+    out._view_no_grad = not _enabled[0] or (a._base is not None and a._view_no_grad)
+    return out
+
+
+def _view_backward(node, g):
+    return (node.info.bwd(g),)
+
+
+def replay(chain, array):
+    for step in chain:
+        array = step.fwd(array)
+    return array
+
+
+def view_grad_fn(v: Tensor):
+    """A view's grad_fn. Once the shared version has moved on (an in-place op on the view, the base
+    or a sibling view), torch regenerates it as AsStridedBackward0 on the base's current history."""
+    fn, base = v._grad_fn, v._base
+    if (fn is None and not base.requires_grad) or v._view_version == v._vc[0]:
+        return fn
+    if v._view_no_grad:
+        raise errors.no_grad_view_inplace(fn, indirect=True)
+    new = Node("AsStridedBackward0", _as_strided_backward, (edge(base),),
+               ((base._data.shape, base._dtype),), v._view_chain)
+    v._view_version = v._vc[0]
+    moved_history(v, fn, new)
+    v._grad_fn = new
+    return new
+
+
+def _as_strided_backward(node, g):
+    for step in reversed(node.info):
+        g = step.bwd(g)
+    return (g[...],)  # a view, as torch's as_strided_backward returns one
+
+
+def moved_history(t: Tensor, old, new):
+    """Hooks registered before the change stay with the old node (HOOK-11); retain_grad moves to
+    the new one (RETAIN-6)."""
+    acc = t._accumulator() if old is None and t._accumulator is not None else None
+    if acc is not None and t._backward_hooks:  # a leaf's hooks stay with its AccumulateGrad
+        acc._add_tensor_hooks(t._backward_hooks)
+    t._backward_hooks = None
+    if t._retains_grad and old is not None:
+        old._retains_grad = None
+        new._retains_grad = weakref.ref(t)
+
+
+# ---- in-place ops (INPLACE-1..INPLACE-14, VER-2) ----------------------------------------------
+def check_inplace(t: Tensor, others=()) -> None:
+    """torch's check_inplace: only when grad mode is on and something involved requires grad."""
+    if not _enabled[0]:
+        return
+    rg = t.requires_grad
+    if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
+        return
+    if t._base is not None and t._view_no_grad:
+        raise errors.no_grad_view_inplace(t._grad_fn)  # MODE-9
+    if t._base is not None and rg and t._base.is_leaf:
+        raise errors.view_of_leaf_inplace()  # INPLACE-2
+    if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)
+        raise errors.leaf_inplace()  # INPLACE-1
+
+
+def check_overlap(t: Tensor, other) -> None:
+    """torch refuses an in-place op whose input overlaps the target only partly (the same memory
+    seen with other strides); full overlap, as in x.mul_(x), is fine."""
+    if not isinstance(other, Tensor) or other._data is t._data:
+        return
+    a, b, be = t._data, other._data, t._be
+    if a.size == 0 or b.size == 0 or not (_dense(a, be) and _dense(b, be)):
+        return
+    item = t._dtype.itemsize
+    a0, b0 = be.address(a), be.address(b)
+    a1, b1 = a0 + a.size * item, b0 + b.size * other._dtype.itemsize
+    if (a0, a1) == (b0, b1):
+        if be.strides(a) != be.strides(b):
+            raise errors.partial_overlap()
+    elif a0 < b1 and b0 < a1:
+        raise errors.partial_overlap()
+
+
+def _dense(a, be) -> bool:
+    """Non-overlapping and dense: the elements fill their memory span exactly."""
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(a.shape, be.strides(a), strict=True))
+    return span == a.size
+
+
+def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
+    """Finish an in-place op computed out of place as `res`: write res into t's storage, bump the
+    version, and make res's node t's history (or its base's, through CopySlices)."""
+    node = res._grad_fn
+    if node is not None:
+        for s in node.saved:
+            if s is None:
+                continue
+            if s.idx == 0 and s.vc is t._vc:   # torch keeps a copy of self's old value
+                s.array, s.vc = t._be.copy(s.array), None
+            elif s.idx == -1:                   # a saved result is t itself, after the bump
+                s.vc = t._vc
+    write(t, res._data, res._dtype, fill)
+    t._vc[0] += 1
+    if node is None:
+        return t
+    for s in node.saved:
+        if s is not None and s.idx == -1:  # t's own memory: later writes through aliases show
+            s.array, s.version = t._data, t._vc[0]
+    if t._base is None:
+        moved_history(t, t._grad_fn, node)
+        t._grad_fn = node
+        return t
+    base = t._base  # through a view: the base's history becomes CopySlices (INPLACE-8)
+    cs = Node("torch::autograd::CopySlices", _copy_slices_backward,
+              (edge(base),) + node.next_functions[1:],
+              ((base._data.shape, base._dtype),) + node.in_meta[1:], (node, t._view_chain, t._be))
+    moved_history(base, base._grad_fn, cs)
+    base._grad_fn = cs
+    t._grad_fn = node  # replaced by AsStridedBackward0 on next access, as the version moved
+    return t
+
+
+def write(t: Tensor, array, dtype, fill=False) -> None:
+    if dtype.category > t._dtype.category:
+        raise errors.cast_inplace(dtype, t._dtype)
+    if array is t._data:  # copy_ from the very same memory: nothing to write (as torch)
+        return
+    be = t._be
+    if not fill and any(s == 0 and n > 1
+                        for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
+        raise errors.overlapping_write()  # an expanded tensor (fill_ and zero_ may write it)
+    if dtype is not t._dtype:
+        array = be.xp.astype(array, be.native[t._dtype])
+    try:
+        t._data[...] = array
+    except ValueError as exc:  # a read-only array (a strict namespace's broadcast)
+        raise errors.overlapping_write() from exc
+
+
+def _copy_slices_backward(node, g):
+    """The base's grad is g, except that the view's region carries what the in-place op's own
+    backward returns for its input; the op's other inputs get their grads unchanged."""
+    node.unpack()  # raises once freed, whatever the inner node saved (FREE-1)
+    fn, chain, be = node.info
+    result = be.copy(g)
+    region = replay(chain, result)
+    grads = fn.backward(fn, be.copy(region))
+    region[...] = grads[0] if grads[0] is not None else 0
+    return (result,) + tuple(grads[1:])
+
+
+def from_data(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """torch.tensor: infer bool/int64/float32 from Python data unless dtype is given."""
+    be = backend.get(device)
+    if isinstance(data, Tensor):
+        data = data.tolist()
+    if dtype is None:
+        dtype = _infer(data)
+    t = wrap(be, be.xp.asarray(data, dtype=be.native[dtype]))
+    return set_requires_grad(t, requires_grad)
+
+
+def set_requires_grad(t: Tensor, flag) -> Tensor:
+    """requires_grad= of the factory functions (their error text differs from requires_grad_'s)."""
+    if flag:
+        if not t._dtype.is_floating_point:
+            raise errors.requires_grad_dtype()  # LEAF-15
+        t._requires_grad = True
+    return t
+
+
+def _infer(data):
+    kinds = set()
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        else:
+            kinds.add(dtypes.of_scalar(v).rank)
+    walk(data)
+    return dtypes.float32 if not kinds else dtypes.ALL[max(kinds)]
