@@ -10,9 +10,10 @@ could be tested on more clauses than it claims).
 A probe is a small program (conformance/program.py) that uses the capability in the way its
 clauses do; it runs on the engine and on the oracle through the adapter, and the capability
 "works" when the traces agree (comparator and all). An adapter method that raises
-NotImplementedError, or an engine error, makes the probe fail. `node_hooks` has no program
-statement: it is probed through the engine's torch-shaped module when the adapter is a plain
-view of one (it renders repros as `import X as torch`), and is left unprobed otherwise.
+NotImplementedError, or an engine error, makes the probe fail. `node_hooks` is probed through
+the engine's torch-shaped module when the adapter is a plain view of one (it renders repros as
+`import X as torch`), and is left unprobed otherwise (the probe predates the `node_hook`
+program statement).
 """
 from __future__ import annotations
 
@@ -97,6 +98,11 @@ PROBES: dict[str, list[Stmt]] = {
                      _backward("s", retain_graph=True), _backward("s"), _see("x", "grad"),
                      _backward("s")],           # GRAPH_FREED
     "warnings": [X, _call("y", "mul", "x", 2.0), _see("y", "grad")],    # RETAIN-7 warns
+    "backward_inputs": [X, _leaf("w", [2.0], [], rg=True), _call("y", "mul", "x", "w"),
+                        _call("s", "sum", "y"),
+                        Stmt("backward", target="s", params={"inputs": ["w"]}),
+                        _see("x", "grad"), _see("w", "grad"),
+                        Stmt("backward", target="s", params={"inputs": []})],  # raises
 }
 
 

@@ -11,16 +11,20 @@ Left out on purpose:
 - `.grad` observed after a backward or autograd.grad that raised, until the tensor's `.grad` is
   assigned again, and hook calls made by a statement that raised on both sides (UNSPEC-1);
 - the value and `_version` of a tensor once it was assigned to a `.grad` or passed as a
-  backward `gradient`, since an engine may store it or a copy, and accumulate into it or not;
-  and the `.grad` it was assigned to, once that tensor is modified in place (UNSPEC-3).
+  backward `gradient`, and of the views of it, since an engine may store it or a copy, and
+  accumulate into it or not; and the `.grad` it was assigned to, once that tensor or a view
+  of it is modified in place (UNSPEC-3);
+- the `_version` of gradients (results of autograd.grad, and views of them) and of `matmul`
+  results with a 1-D operand (VER-1, UNSPEC-3).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .executor import Event, Trace, binds, refs
+from .executor import VALUED, Event, Trace, binds, refs
 from .program import Program, Stmt
 
 # dtype -> (relative, absolute) tolerance; unknown dtypes get the float32 row. UNSPEC-4 fixes
@@ -110,34 +114,69 @@ def _hooks_text(calls: list[list[Any]]) -> str:
     return "; ".join(f"{c[0]}({c[1]})" for c in calls) or "no hook calls"
 
 
+# Statements whose result shares storage (and so may share an aliasing .grad) with the target.
+# reshape may copy or not (UNSPEC-3): counted as sharing, the cautious side.
+_ALIASING = ("view", "getitem", "detach", "data")
+# ... and whose result shares the target's version counter (VER-4, VER-5; not .data, VER-6).
+_SHARES_VERSION = ("view", "getitem", "detach")
+
+
 class _Unspecified:
     """What spec/unspecified.md says not to compare, tracked statement by statement."""
 
     def __init__(self) -> None:
         self.after_error = False            # UNSPEC-1: a backward raised; no .grad compared ...
         self.reset: set[str] = set()        # ... but those assigned since
-        self.stored: dict[str, set[str]] = {}   # UNSPEC-3: name -> tensors it was .grad of
+        self.group: dict[str, int] = {}     # name -> storage it may share with other names
+        self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
         self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
+        self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
+        self.storages = itertools.count(1)
 
     def grad(self, name: str | None) -> bool:
         return (self.after_error and name not in self.reset) or name in self.lost
 
     def value(self, name: str | None) -> bool:
-        return name in self.stored
+        return self.group.get(name or "") in self.stored
+
+    def version(self, name: str | None) -> bool:
+        return name in self.versionless or self.value(name)
+
+    def _fresh(self, name: str) -> None:
+        self.group[name] = next(self.storages)
+        self.versionless.discard(name)
 
     def update(self, s: Stmt, o: Event, e: Event) -> None:
-        if s.op in ("backward", "grad") and "error" in (o.status, e.status):
+        if s.op in ("backward", "backward_many", "grad") and "error" in (o.status, e.status):
             self.after_error, self.reset = True, set()
         if s.op == "set_grad" and s.target:
             self.reset.add(s.target)
             self.lost.discard(s.target)
         if s.op in ("set_grad", "backward") and s.args and isinstance(s.args[0], str):
-            self.stored.setdefault(s.args[0], set()).add(s.target or "")
-        elif s.op in ("inplace", "setitem") and s.target in self.stored:
-            self.lost.update(self.stored[s.target])
-        elif s.op != "inplace":
-            for name in binds(s):           # a fresh tensor under an old name
-                self.stored.pop(name, None)
+            g = self.group.setdefault(s.args[0], next(self.storages))
+            self.stored.setdefault(g, set()).add(s.target or "")
+        if s.op == "backward_many":         # autograd.backward's grad_tensors likewise
+            for root, gt in zip(s.params.get("tensors") or [],
+                                s.params.get("grad_tensors") or [], strict=False):
+                if isinstance(gt, str):
+                    g = self.group.setdefault(gt, next(self.storages))
+                    self.stored.setdefault(g, set()).add(root)
+        if s.op in ("inplace", "setitem"):
+            g = self.group.get(s.target or "")
+            if g in self.stored:            # a write to a gradient tensor or a view of it
+                self.lost.update(self.stored[g])
+            return
+        for name in binds(s):               # a fresh tensor under an old name
+            self._fresh(name)
+        if s.op in _ALIASING and s.out and s.target in self.group:
+            self.group[s.out] = self.group[s.target]
+            if s.op in _SHARES_VERSION and s.target in self.versionless:
+                self.versionless.add(s.out)
+        if s.op == "grad":
+            self.versionless.update(binds(s))
+        if s.op == "call" and s.out and s.params.get("fn") == "matmul" and any(
+                len(shape) == 1 for shape in (o.shapes or e.shapes or [[1]])):
+            self.versionless.add(s.out)     # no shapes recorded: assume the worst
 
 
 def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
@@ -173,13 +212,14 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
             if [c[0] for c in o.hooks] != [c[0] for c in e.hooks] or not all(
                     same_call(c, d) for c, d in zip(o.hooks, e.hooks, strict=True)):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
-        if o.status == e.status == "ok" and s.op in ("observe", "grad"):
-            what = s.params.get("what") if s.op == "observe" else "grad"
+        if o.status == e.status == "ok" and s.op in VALUED:
+            what = s.params.get("what") if s.op == "observe" else s.op
             skip = s.op == "observe" and (
                 (what == "grad" and unspec.grad(s.target))
-                or (what in ("value", "version") and unspec.value(s.target)))
+                or (what == "value" and unspec.value(s.target))
+                or (what == "version" and unspec.version(s.target)))
             if not skip and not close(o.value, e.value, o.dtype or e.dtype):
-                label = f"{s.target}.{what}" if s.op == "observe" else "results"
+                label = {"observe": f"{s.target}.{what}", "grad": "results"}.get(s.op, what)
                 diverge(o, "value", f"{label} = {o.value!r}", f"{label} = {e.value!r}")
         unspec.update(s, o, e)
     return out

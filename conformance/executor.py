@@ -15,6 +15,7 @@ from .engines.base import Engine
 from .program import Program, Stmt
 
 OTHER = "OTHER"     # the error kind of an exception that matches no kind in spec/errors.md
+VALUED = ("observe", "grad", "grad_enabled")    # statements whose Event records a value
 
 
 def refs(s: Stmt) -> list[str]:
@@ -24,6 +25,9 @@ def refs(s: Stmt) -> list[str]:
     p = s.params
     if s.op == "backward":
         names += list(p.get("inputs") or [])
+    elif s.op == "backward_many":
+        names += list(p.get("tensors") or [])
+        names += [g for g in (p.get("grad_tensors") or []) if isinstance(g, str)]
     elif s.op == "grad":
         names += list(p.get("outputs") or []) + list(p.get("inputs") or [])
         names += [g for g in (p.get("grad_outputs") or []) if isinstance(g, str)]
@@ -67,16 +71,17 @@ class Event:
     value: Any = None                   # what an observe (or grad) statement saw
     dtype: str | None = None            # dtype of a tensor-valued observation (tolerances)
     hooks: list[list[Any]] = field(default_factory=list)  # [label, grad, dtype], call order
+    shapes: list[Any] | None = None     # operand shapes of a matmul (the comparator: VER-1)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
-        for k in ("error", "message", "dtype"):
+        for k in ("error", "message", "dtype", "shapes"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):
             if getattr(self, k):
                 d[k] = getattr(self, k)
-        if self.op in ("observe", "grad"):
+        if self.op in VALUED:
             d["value"] = self.value
         return d
 
@@ -134,9 +139,23 @@ class _Run:
             return None
         return hook
 
-    def _post_hook(self, label: str):
+    def _post_hook(self, label: str, behaviour: str = "record"):
         def hook(t):
-            self._log(label, self.e.get_grad(t))
+            g = self.e.get_grad(t)
+            self._log(label, g)
+            return g if behaviour == "return" else None     # 'return': HOOK-13 raises
+        return hook
+
+    def _node_hook(self, p: dict[str, Any], label: str):
+        e, scale = self.e, p.get("behaviour") == "scale"
+
+        def hook(grads):
+            grads = tuple(grads)
+            first = grads[0] if grads else None
+            self._log(label, first)
+            if scale and first is not None:
+                return (e.scale(first, float(p.get("factor", 2.0))),) + grads[1:]
+            return None
         return hook
 
     def block(self, stmts: list[Stmt], prefix: str) -> None:
@@ -186,7 +205,13 @@ class _Run:
             env[s.out] = e.leaf(p["values"], p["shape"], p["dtype"],
                                 bool(p.get("requires_grad", False)))
         elif op == "call":
-            env[s.out] = e.call(p["fn"], [self._val(a) for a in s.args], p.get("kw", {}))
+            args = [self._val(a) for a in s.args]
+            if p["fn"] == "matmul":
+                try:
+                    ev.shapes = [plain(list(e.shape(a))) for a in args]
+                except Exception:  # noqa: BLE001 - the call itself reports what is wrong
+                    ev.shapes = None
+            env[s.out] = e.call(p["fn"], args, p.get("kw", {}))
         elif op == "view":
             env[s.out] = e.view(t, p["fn"], p.get("kw", {}))
         elif op == "getitem":
@@ -208,13 +233,29 @@ class _Run:
             env[s.out] = e.register_hook(t, self._hook(p, p.get("label") or s.out))
         elif op == "post_hook":
             env[s.out] = e.register_post_accumulate_grad_hook(
-                t, self._post_hook(p.get("label") or s.out))
+                t, self._post_hook(p.get("label") or s.out, p.get("behaviour", "record")))
+        elif op == "node_hook":
+            env[s.out] = e.register_node_hook(t, p.get("kind", "pre"),
+                                              self._node_hook(p, p.get("label") or s.out))
         elif op == "remove":
             e.remove_hook(t)
+        elif op == "mode" and p.get("decorator"):
+            @e.grad_mode_decorator(p["mode"], bool(p.get("enabled", True)))
+            def block() -> None:
+                self.current = None
+                self.block(s.body, path + ".")
+            block()
         elif op == "mode":
             with e.grad_mode(p["mode"], bool(p.get("enabled", True))):
                 self.current = None
                 self.block(s.body, path + ".")
+        elif op == "grad_enabled":
+            ev.value = plain(e.is_grad_enabled())
+        elif op == "backward_many":
+            gts = p.get("grad_tensors")
+            e.autograd_backward([env[n] for n in p["tensors"]],
+                                [self._val(g) if g is not None else None for g in gts]
+                                if gts is not None else None, p.get("retain_graph"))
         elif op == "backward":
             grad = self._val(s.args[0]) if s.args and s.args[0] is not None else None
             inputs = p.get("inputs")

@@ -8,8 +8,9 @@ twenty raises, and every error kind of spec/errors.md that a program can express
 and for the generator's tests), so that nothing later refers to a name a failed statement
 would have bound. The model is only a guide: torch, the oracle, decides what happens.
 
-Each statement is tagged with the clause IDs it exercises. Statements that need a capability
-the engine lacks are never drawn, and neither are deliberate errors whose clause needs one.
+Each statement is tagged with the clause IDs it exercises, and only with clauses whose
+`requires` (spec metadata) the capabilities cover. Statements that need a capability the
+engine lacks are never drawn, and neither are deliberate errors whose clause needs one.
 
 Some torch 2.13 behaviours outside the spec are steered around, not drawn: registering a hook
 on a view whose storage was written since the view was made segfaults; a view whose base was
@@ -22,6 +23,7 @@ programs(capabilities, size), a Hypothesis strategy.
 from __future__ import annotations
 
 import collections
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,7 @@ from .strategies import Chooser, RandomChooser, boolean, choice
 GENERATOR_VERSION = 1
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
-                    "grad_modes", "retain_graph", "warnings")
+                    "grad_modes", "retain_graph", "warnings", "backward_inputs")
 
 SHAPES = [(), (2,), (3,), (2, 3), (3, 2), (1, 3), (2, 1), (2, 2)]
 # Leaf values sit on a grid away from 0 and from the clamp bounds, so that no derivative is
@@ -76,11 +78,13 @@ ERROR_MOVES: dict[str, tuple[str, ...]] = {
     "HOOK_CHANGED_SIZE": ("hooks",),
     "UNUSED_INPUT": ("autograd_grad",),
     "NONLEAF_GRAD_ACCESS": ("warnings",),
-    "BACKWARD_EMPTY_INPUTS": (),
+    "BACKWARD_EMPTY_INPUTS": ("backward_inputs",),
     "GRAD_OUTPUT_SHAPE": (),
     "INPUT_NO_REQUIRES_GRAD": ("autograd_grad",),
+    "LEAF_MOVED_INTO_GRAPH": ("inplace",),
+    "POST_HOOK_RETURNED_VALUE": ("post_accumulate_hooks", "hooks"),
 }
-INEXPRESSIBLE = {"POST_HOOK_RETURNED_VALUE": "post_hook statements only log (program.py)"}
+INEXPRESSIBLE: dict[str, str] = {}      # kind -> why no program can provoke it (none left)
 # A natural (not deliberate) error of these kinds is only left in a program when the engine
 # has the capability; otherwise the generator avoids it.
 NATURAL_ERROR_CAPS = {"VERSION_MISMATCH": "version_counter", "GRAPH_FREED": "retain_graph",
@@ -104,6 +108,10 @@ class Node:
     freed: bool = False
     hooks: dict[str, str] = field(default_factory=dict)       # handle -> behaviour
     post_hooks: list[str] = field(default_factory=list)
+    returning: list[str] = field(default_factory=list)       # post hooks that return a value
+    node_hooks: int = 0              # hooks on the grad_fn itself (HOOK-15)
+    frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
+    moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
 
 
 @dataclass(eq=False)
@@ -125,7 +133,7 @@ class T:
     retains: bool = False
     has_grad: bool = False
     hidden: bool = False             # aliased as some .grad: never used again
-    ex_rg_leaf: bool = False         # requires_grad_(False) on a leaf that required grad
+    old_node: Node | None = None     # after requires_grad_(False): the accumulator old graphs hold
     stale: bool = False              # its grad_fn is regenerated lazily by torch
     of_leaf_rg: bool = False         # a view made of a leaf that required grad at the time
     made_at: int = 0                 # storage version when its grad_fn was last set
@@ -264,7 +272,9 @@ class Gen:
         return [n for n in nodes if leads(n)]
 
     @staticmethod
-    def predict(nodes: list[Node]) -> str | None:
+    def predict(nodes: list[Node], accumulates: bool = True) -> str | None:
+        """The error a pass over `nodes` raises; autograd.grad runs no accumulator
+        (accumulates=False), so a moved leaf does not stop it."""
         for n in nodes:
             if n.freed and (n.saved or n.holds):
                 return "GRAPH_FREED"
@@ -274,6 +284,10 @@ class Gen:
         for n in nodes:
             if "wrong_shape" in n.hooks.values():
                 return "HOOK_CHANGED_SIZE"
+        if accumulates and any(n.moved for n in nodes):
+            return "LEAF_MOVED_INTO_GRAPH"
+        if accumulates and any(n.returning for n in nodes):
+            return "POST_HOOK_RETURNED_VALUE"
         return None
 
     def backward_clauses(self, nodes: list[Node], kind: str | None) -> list[str]:
@@ -297,6 +311,10 @@ class Gen:
             cl.append("HOOK-9")
         if any(n.post_hooks for n in nodes):
             cl.append("HOOK-13")
+        if any(n.frozen and not n.moved for n in nodes):
+            cl.append("LEAF-16")
+        if any(n.node_hooks for n in nodes):
+            cl.append("HOOK-15")
         for t in self.live(lambda t: t.rg and t.node is not None and id(t.node) in ids):
             if t.leaf and t.has_grad:
                 cl.append("LEAF-7")
@@ -313,6 +331,8 @@ class Gen:
             cl.append("FREE-1")
         if kind == "HOOK_CHANGED_SIZE":
             cl.append("HOOK-5")
+        if kind == "LEAF_MOVED_INTO_GRAPH":
+            cl.append("INPLACE-15")
         return cl
 
     def all_nodes(self) -> list[Node]:
@@ -562,7 +582,7 @@ class Gen:
 
     def inplace_ok(self, t: T) -> bool:
         """In-place on t raises nothing the generator does not mean."""
-        if not t.is_float or t.expanded or t.hidden or t.stale or t.ex_rg_leaf:
+        if not t.is_float or t.expanded or t.hidden or t.stale:
             return False
         if self.grad_enabled and (t.nograd_view or (t.leaf and t.rg) or self.leaf_rg_view(t)):
             return False
@@ -595,6 +615,9 @@ class Gen:
             n = Node(parents=parents, inplace=True, holds=holds)
             if saved_out:
                 n.saved.append((t.storage, t.storage.version))
+            if t.old_node is not None:   # old graphs now reach a non-leaf (INPLACE-15)
+                t.old_node.moved = True
+                t.old_node = None
             t.node, t.rg, t.leaf = n, True, False
             if not setitem:     # an in-place method sets t's grad_fn; setitem does not
                 t.made_at = t.storage.version
@@ -697,16 +720,22 @@ class Gen:
                       and not u.views)
         if t is None:
             return False
-        value = not t.rg
-        if value:
-            t.rg, t.node = True, Node(leaf=True)
-        else:
-            # writing it later would move a leaf its old graph holds into the graph
-            # interior (a non-spec torch error): it is not written again
-            t.rg, t.node, t.ex_rg_leaf = False, None, True
-        self.emit(Stmt("requires_grad_", target=t.name, params={"value": value}),
-                  ["LEAF-11", "LEAF-2"])
+        self.set_requires_grad(t, not t.rg)
         return True
+
+    def set_requires_grad(self, t: T, value: bool) -> None:
+        if value:
+            # torch keeps the accumulator old graphs hold: they accumulate into t again
+            t.rg, t.node = True, t.old_node or Node(leaf=True)
+            t.node.frozen, t.old_node = False, None
+        else:
+            # old graphs keep t's accumulator but write no .grad (LEAF-16); an in-place
+            # write of a value that requires grad makes them raise (INPLACE-15)
+            if t.node is not None:
+                t.node.frozen, t.old_node = True, t.node
+            t.rg, t.node = False, None
+        self.emit(Stmt("requires_grad_", target=t.name, params={"value": value}),
+                  ["LEAF-11", "LEAF-2"] + (["LEAF-16"] if t.old_node is not None else []))
 
     def move_retain_grad(self) -> bool:
         t = self.pick("retain_grad", lambda u: u.rg)
@@ -763,6 +792,8 @@ class Gen:
         node, post = self.handles.pop(name)
         if post:
             node.post_hooks.remove(name)
+            if name in node.returning:
+                node.returning.remove(name)
         else:
             node.hooks.pop(name, None)
         self.emit(Stmt("remove", target=name), ["HOOK-6"])
@@ -785,6 +816,9 @@ class Gen:
             cl.append("MODE-2")
         if mode == "set_grad_enabled":
             cl.append("MODE-3")
+        if boolean(self.ch, "as a decorator", 30):
+            params["decorator"] = True
+            cl.append("MODE-5")
         stmt = Stmt("mode", params=params)
         saved_out, saved_mode = self.out, self.grad_enabled
         self.out, self.grad_enabled = stmt.body, enabled
@@ -796,6 +830,51 @@ class Gen:
         if stmt.body:
             self.emit(stmt, cl)
         return bool(stmt.body)
+
+    def move_grad_enabled(self) -> bool:
+        self.emit(Stmt("grad_enabled"), ["MODE-6"] + ([] if self.grad_enabled else ["MODE-1"]))
+        return True
+
+    def move_node_hook(self) -> bool:
+        t = self.pick("node hook on", lambda u: u.hookable() and not u.leaf and not u.stale)
+        if t is None or t.node is None:
+            return False
+        name = self.fresh("h")
+        params: dict[str, Any] = {"kind": choice(self.ch, "node hook kind", ["pre", "post"]),
+                                  "behaviour": self.ch.weighted("node hook behaviour",
+                                                                [("record", 2), ("scale", 1)]),
+                                  "label": name}
+        if params["behaviour"] == "scale":
+            params["factor"] = choice(self.ch, "factor", FACTORS)
+        t.node.node_hooks += 1
+        self.emit(Stmt("node_hook", out=name, target=t.name, params=params),
+                  ["HOOK-15", "GRAPH-3"])
+        return True
+
+    def move_backward_many(self) -> bool:
+        """autograd.backward on two tensors at once (API-12)."""
+        cands = self.live(lambda u: u.rg and u.node is not None and u.is_float)
+        if len(cands) < 2:
+            return False
+        a = choice(self.ch, "backward tensor", cands)
+        b = choice(self.ch, "backward tensor 2", [u for u in cands if u is not a])
+        nodes = self.reach([a.node, b.node])
+        predicted = self.predict(nodes)
+        if not self.ok_kind(predicted) or (predicted and boolean(self.ch, "valid backward", 85)):
+            return False
+        gts: list[str | None] = [None if not u.shape else self.const(u.shape, u.dtype)
+                                 for u in (a, b)]
+        retain = self.draw_retain()
+        cl = ["API-12"] + self.backward_clauses(nodes, predicted)
+        cl += ["FREE-2"] if retain else ["FREE-1"]
+        if any(gts):
+            cl.append("API-2")
+        self.emit(Stmt("backward_many", params={
+            "tensors": [a.name, b.name], "grad_tensors": gts if any(gts) else None,
+            "retain_graph": retain}), cl, predicted)
+        if predicted is None:
+            self.after_backward(nodes, retain, None)
+        return True
 
     def scalar_root(self, t: T) -> tuple[T, list[Any]]:
         """A scalar to call backward on: t, a sum of t, or t with a `gradient`."""
@@ -832,7 +911,8 @@ class Gen:
         nodes = self.reach([root.node])
         predicted = self.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
         retain = self.draw_retain() if retain == "draw" else retain
-        if inputs is None and boolean(self.ch, "backward inputs", 20):
+        if inputs is None and self.has("backward_inputs") and boolean(
+                self.ch, "backward inputs", 20):
             leaves = [u for u in self.live(lambda u: u.leaf and u.rg and u.node is not None)
                       if u.node in nodes]
             if leaves:
@@ -898,7 +978,7 @@ class Gen:
         allow_unused = boolean(self.ch, "allow_unused", 15) if not unused else False
         retain = self.draw_retain()
         ran = self.needed([t.node], inputs)
-        predicted = self.predict(ran)
+        predicted = self.predict(ran, accumulates=False)
         outs = [self.fresh("g") for _ in inputs]
         params = {"outputs": [t.name], "inputs": [u.name for u in inputs],
                   "grad_outputs": grad_outputs, "retain_graph": retain,
@@ -1247,6 +1327,48 @@ class Gen:
             self.make_leaf(rg=True)
         return self.move_grad("INPUT_NO_REQUIRES_GRAD")
 
+    def error_leaf_moved_into_graph(self) -> bool:
+        """A leaf in a graph stops requiring grad, then an in-place write of a value that
+        requires grad makes it a non-leaf: backward through the old graph raises."""
+        x = self.make_leaf(rg=True)
+        y = self.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
+        root = y if not y.shape else self.sum_of(y)
+        self.set_requires_grad(x, False)
+        if x.shape and boolean(self.ch, "by setitem", 50):
+            index = self.draw_index(x)
+            w = self.make_leaf(shape=index_shape(x.shape, index), dtype=x.dtype, rg=True)
+            cl = self.apply_inplace(x, [w], False, setitem=True)
+            self.emit(Stmt("setitem", target=x.name, args=[w.name], params={"index": index}),
+                      ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+        else:
+            w = self.make_leaf(shape=x.shape, dtype=x.dtype, rg=True)
+            cl = self.apply_inplace(x, [w], False)
+            self.emit(Stmt("inplace", target=x.name, args=[w.name],
+                           params={"fn": "copy_", "kw": {}}), cl)
+        return self.emit_backward(root, [], retain=None, inputs=[],
+                                  kind="LEAF_MOVED_INTO_GRAPH")
+
+    def error_post_hook_returned_value(self) -> bool:
+        """A post-accumulate hook returns a value: the backward that runs it raises. The hook
+        is removed afterwards, so that later backward calls work."""
+        x = self.rg_tensor("leaf", lambda u: u.leaf and u.node is not None)
+        assert x.node is not None
+        name = self.fresh("h")
+        x.node.post_hooks.append(name)
+        x.node.returning.append(name)
+        self.handles[name] = (x.node, True)
+        self.emit(Stmt("post_hook", out=name, target=x.name,
+                       params={"label": name, "behaviour": "return"}), ["HOOK-13"])
+        y = self.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
+        root = y if not y.shape else self.sum_of(y)
+        self.emit_backward(root, [], retain=True if self.has("retain_graph") else None,
+                           inputs=[], kind="POST_HOOK_RETURNED_VALUE")
+        self.handles.pop(name)
+        x.node.post_hooks.remove(name)
+        x.node.returning.remove(name)
+        self.emit(Stmt("remove", target=name), ["HOOK-6"])
+        return True
+
     def error_nonleaf_grad_access(self) -> bool:
         t = self.pick("non-leaf", lambda u: u.rg and not u.leaf and not u.retains)
         if t is None:
@@ -1266,6 +1388,8 @@ class Gen:
         ("requires_grad_", 2, ()), ("retain_grad", 4, ("retain_grad",)),
         ("hook", 6, ("hooks",)), ("post_hook", 3, ("post_accumulate_hooks",)),
         ("remove", 2, ("hooks",)), ("mode", 4, ("grad_modes",)), ("backward", 11, ()),
+        ("node_hook", 3, ("node_hooks", "grad_fn")), ("grad_enabled", 2, ("grad_modes",)),
+        ("backward_many", 3, ()),
         ("grad", 4, ("autograd_grad",)), ("set_grad", 2, ()), ("observe", 20, ()),
         ("error", 9, ()),
     ]
@@ -1298,6 +1422,12 @@ class Gen:
                 self.step()
         prog = Program(self.out, meta={"generator": GENERATOR_VERSION, "size": self.size,
                                        "capabilities": sorted(self.caps)})
+        # A statement exercises a clause only if the engine has all the clause requires:
+        # otherwise reports would show it "exercising" clauses it cannot.
+        requires = clause_requires()
+        for _, st in prog.walk():
+            st.clauses = [c for c in st.clauses
+                          if all(r in self.caps for r in requires.get(c, ()))]
         # The model's predictions, for people reading a program and for the generator's tests;
         # the comparison never uses them (the oracle decides).
         prog.meta["expect"] = {path: self.expect[id(st)] for path, st in prog.walk()
@@ -1310,7 +1440,15 @@ NO_GRAD_ERRORS = ("NO_GRAD_FN", "RETAIN_GRAD_NO_REQUIRES_GRAD", "REQUIRES_GRAD_D
 ERROR_CLAUSE = {
     "VERSION_MISMATCH": "VER-7", "GRAPH_FREED": "FREE-1", "IMPLICIT_GRAD_NONSCALAR": "API-1",
     "NO_GRAD_FN": "API-4", "HOOK_CHANGED_SIZE": "HOOK-5", "GRAD_OUTPUT_SHAPE": "API-3",
+    "LEAF_MOVED_INTO_GRAPH": "INPLACE-15", "POST_HOOK_RETURNED_VALUE": "HOOK-13",
 }
+
+
+@functools.cache
+def clause_requires() -> dict[str, tuple[str, ...]]:
+    """Clause ID -> the capabilities its `requires` names (spec metadata)."""
+    from .specdoc import load_spec
+    return {cid: tuple(c.requires) for cid, c in load_spec().clauses.items()}
 
 
 def _numel(shape: Iterable[int]) -> int:

@@ -42,12 +42,26 @@ OPS: dict[str, tuple[str, tuple[str, ...]]] = {
              "None), 'scale' (log, return grad * params.factor), 'wrong_shape' (log, return a "
              "tensor of another shape); params.label names the hook in the log", ("hooks",)),
     "post_hook": ("out = target.register_post_accumulate_grad_hook(h); h logs params.label and "
-                  "target.grad", ("post_accumulate_hooks",)),
+                  "target.grad, then per params.behaviour: 'record' (default; returns None) or "
+                  "'return' (returns target.grad, which backward rejects: HOOK-13)",
+                  ("post_accumulate_hooks",)),
+    "node_hook": ("out = target.grad_fn.register_prehook(h) (params.kind 'pre') or "
+                  "target.grad_fn.register_hook(h) ('post'); h logs params.label and the first "
+                  "gradient (pre: grad_outputs[0], post: grad_inputs[0]) and per "
+                  "params.behaviour returns None ('record') or that tuple with its first "
+                  "gradient times params.factor ('scale')", ("node_hooks", "grad_fn")),
     "remove": ("target.remove() where target is a hook handle", ("hooks",)),
-    "mode": ("with <params.mode>: body. params: mode ('no_grad'|'enable_grad'|"
-             "'set_grad_enabled'), enabled (bool, set_grad_enabled only)", ("grad_modes",)),
+    "mode": ("with <params.mode>: body, or with params.decorator true: body as a function "
+             "decorated by <params.mode>, called at once. params: mode ('no_grad'|"
+             "'enable_grad'|'set_grad_enabled'), enabled (bool, set_grad_enabled only), "
+             "decorator (bool, default false)", ("grad_modes",)),
+    "grad_enabled": ("record torch.is_grad_enabled()", ("grad_modes",)),
     "backward": ("target.backward(gradient=args[0] or None, retain_graph=params.retain_graph, "
-                 "inputs=params.inputs or None)", ("core",)),
+                 "inputs=params.inputs, absent or None for none; [] raises); params.inputs "
+                 "needs the capability backward_inputs", ("core",)),
+    "backward_many": ("autograd.backward(params.tensors, grad_tensors=params.grad_tensors (a "
+                      "list of names or None, or None), retain_graph=params.retain_graph)",
+                      ("core",)),
     "grad": ("params.outs = autograd.grad(params.outputs, params.inputs, grad_outputs="
              "params.grad_outputs, retain_graph=params.retain_graph, allow_unused="
              "params.allow_unused); the results are bound to the names in params.outs",
@@ -163,6 +177,8 @@ class Program:
                 seen.setdefault(cap, None)
             if s.op == "observe":
                 seen.setdefault(OBSERVABLES.get(s.params.get("what"), "core"), None)
+            if s.op == "backward" and s.params.get("inputs") is not None:
+                seen.setdefault("backward_inputs", None)
         return list(seen)
 
     def to_json(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .engines.torchlike import nest
-from .executor import Trace
+from .executor import Trace, binds
 from .program import Program, Stmt
 
 HELPERS = '''
@@ -53,9 +53,21 @@ def wrong_shape(label):
     return hook
 
 
-def post(label):
+def post(label, returns=False):
     def hook(tensor):
         show(f"  post hook {label} saw .grad", tensor.grad)
+        return tensor.grad if returns else None     # a value is an error (HOOK-13)
+    return hook
+
+
+def node_hook(label, factor=None):
+    """For grad_fn.register_prehook (gets grad_outputs) and, through a lambda, register_hook
+    (gets grad_inputs): logs the first gradient, and with a factor scales it."""
+    def hook(grads):
+        show(f"  node hook {label} got", grads[0] if grads else None)
+        if factor is not None and grads and grads[0] is not None:
+            return (grads[0] * factor,) + tuple(grads[1:])
+        return None
     return hook
 '''
 
@@ -162,13 +174,33 @@ def statement(s: Stmt, path: str) -> list[str]:
               else f"{b}({label!r})")
         return [f"{s.out} = {t}.register_hook({fn})"]
     if op == "post_hook":
+        returns = ", returns=True" if p.get("behaviour") == "return" else ""
         return [f"{s.out} = {t}.register_post_accumulate_grad_hook("
-                f"post({(p.get('label') or s.out)!r}))"]
+                f"post({(p.get('label') or s.out)!r}{returns}))"]
+    if op == "node_hook":
+        factor = (f", {float(p.get('factor', 2.0))!r}" if p.get("behaviour") == "scale" else "")
+        fn = f"node_hook({(p.get('label') or s.out)!r}{factor})"
+        if p.get("kind", "pre") == "pre":
+            return [f"{s.out} = {t}.grad_fn.register_prehook({fn})"]
+        return [f"_hook = {fn}",
+                f"{s.out} = {t}.grad_fn.register_hook(lambda gi, go, h=_hook: h(gi))"]
     if op == "remove":
         return [f"{t}.remove()"]
     if op == "mode":
         cm = MODES.get(p["mode"]) or f"torch.set_grad_enabled({bool(p.get('enabled', True))!r})"
-        return [f"with {cm}:"]      # the body is added by render()
+        if p.get("decorator"):      # the body and the call are added by body()
+            return [f"@{cm}", f"def {_block_name(path)}():"]
+        return [f"with {cm}:"]      # the body is added by body()
+    if op == "grad_enabled":
+        return [f"show({f'[{path}] is_grad_enabled'!r}, torch.is_grad_enabled())"]
+    if op == "backward_many":
+        gts = p.get("grad_tensors")
+        kw = ""
+        if gts is not None:
+            kw += f", grad_tensors=[{', '.join(_arg(g) if g is not None else 'None' for g in gts)}]"
+        if p.get("retain_graph") is not None:
+            kw += f", retain_graph={p['retain_graph']!r}"
+        return [f"torch.autograd.backward([{', '.join(p['tensors'])}]{kw})"]
     if op == "backward":
         kw = []
         if s.args and s.args[0] is not None:
@@ -199,6 +231,21 @@ def statement(s: Stmt, path: str) -> list[str]:
     raise ValueError(f"unknown op {op!r}")
 
 
+def _block_name(path: str) -> str:
+    return "_block_" + path.replace(".", "_")
+
+
+def _bound_in(stmts: list[Stmt]) -> list[str]:
+    """Names the statements (and nested blocks) bind, first-seen order."""
+    seen: dict[str, None] = {}
+    for s in stmts:
+        seen.update(dict.fromkeys(binds(s)))
+        if s.op == "node_hook":
+            seen["_hook"] = None
+        seen.update(dict.fromkeys(_bound_in(s.body)))
+    return list(seen)
+
+
 def _not_ok(traces: Iterable[Trace]) -> set[str]:
     return {e.path for tr in traces for e in tr.events if e.status != "ok"}
 
@@ -215,13 +262,19 @@ def body(stmts: list[Stmt], prefix: str, guard: set[str], indent: str = "") -> l
             out.append(f"{indent}try:")
             inner = indent + "    "
         out += [inner + ln for ln in lines]
-        if s.op == "mode":
+        if s.op == "mode" and s.params.get("decorator"):
+            names = _bound_in(s.body)       # the body binds program names, not locals
+            if names:
+                out.append(f"{inner}    global {', '.join(names)}")
+            out += body(s.body, path + ".", guard, inner + "    ") or [inner + "    pass"]
+            out.append(f"{inner}{_block_name(path)}()")
+        elif s.op == "mode":
             out += body(s.body, path + ".", guard, inner + "    ") or [inner + "    pass"]
         if path in guard:
             out += [f"{indent}except Exception as exc:",
                     f"{indent}    print({f'[{path}] raised'!r}, type(exc).__name__, "
                     f"str(exc).splitlines()[0] if str(exc) else '')"]
-        if s.op == "backward" and path not in guard:  # separates its hook calls
+        if s.op in ("backward", "backward_many") and path not in guard:  # ends its hook calls
             out.append(f"{indent}print({f'[{path}] backward done'!r})")
     return out
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from .compare import Divergence, outcome
 from .engines.base import Engine
-from .executor import Event, Trace
+from .executor import VALUED, Event, Trace
 from .program import Program
 from .render import render, render_replay, statement
 
@@ -38,7 +38,7 @@ def _cell(ev: Event | None) -> str:
     if ev is None:
         return "-"
     text = outcome(ev)
-    if ev.op in ("observe", "grad") and ev.status == "ok":
+    if ev.op in VALUED and ev.status == "ok":
         text = json.dumps(ev.value)
     if ev.warnings:
         text += f" warns {','.join(ev.warnings)}"

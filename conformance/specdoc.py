@@ -19,7 +19,7 @@ AREA_FILES = (
 CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
-    "warnings",
+    "warnings", "backward_inputs",
 )
 CLAUSE_ID = re.compile(r"\b([A-Z]+)-([0-9]+)\b")
 _HEADING = re.compile(r"^## ([A-Z]+-[0-9]+)\s*$")

@@ -82,15 +82,36 @@ class Engine(ABC):
     def remove_hook(self, handle: Handle) -> None:
         raise NotImplementedError
 
+    def register_node_hook(self, t: Tensor, kind: str,
+                           fn: Callable[[tuple[Tensor | None, ...]], tuple | None]) -> Handle:
+        """A hook on t.grad_fn (capability node_hooks, HOOK-15): kind 'pre' (register_prehook;
+        fn gets the node's grad_outputs) or 'post' (register_hook; fn gets its grad_inputs).
+        fn returns None or a replacement tuple."""
+        raise NotImplementedError
+
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode: str, enabled: bool = True) -> AbstractContextManager[Any]:
         """A context manager for 'no_grad', 'enable_grad' or 'set_grad_enabled'."""
+        raise NotImplementedError
+
+    def grad_mode_decorator(self, mode: str, enabled: bool = True) -> Callable[[Any], Any]:
+        """The same mode as a function decorator (MODE-5), e.g. torch.no_grad()."""
+        raise NotImplementedError
+
+    def is_grad_enabled(self) -> bool:
+        """torch.is_grad_enabled() (MODE-6)."""
         raise NotImplementedError
 
     # ---- backward -------------------------------------------------------------------------
     @abstractmethod
     def backward(self, t: Tensor, gradient: Tensor | None, retain_graph: bool | None,
                  inputs: Sequence[Tensor] | None) -> None: ...
+
+    def autograd_backward(self, tensors: Sequence[Tensor],
+                          grad_tensors: Sequence[Tensor | None] | None,
+                          retain_graph: bool | None) -> None:
+        """torch.autograd.backward on several tensors at once (API-12)."""
+        raise NotImplementedError
 
     def autograd_grad(self, outputs: Sequence[Tensor], inputs: Sequence[Tensor],
                       grad_outputs: Sequence[Tensor] | None, retain_graph: bool | None,

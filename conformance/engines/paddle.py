@@ -21,8 +21,8 @@ Each adapter method is the paddle code a torch program statement maps onto:
                              except expand, which copies (docs/findings.md).
 
 Adapter limitations (not paddle divergences; docs/findings.md lists them):
-- backward(inputs=...) has no paddle equivalent: the adapter raises AdapterLimit (kind OTHER).
-  `program_source` below is a generator wrapper that leaves such statements out.
+- backward(inputs=...) has no paddle equivalent: `backward_inputs` is not declared, so the
+  generator draws no `inputs=`; a replayed program that has one raises AdapterLimit (OTHER).
 - `retains_grad` is not a paddle attribute: it is adapter bookkeeping, True once retain_grads()
   ran through the adapter on a tensor that is not a leaf.
 - grad_fn: paddle's `grad_fn` exists but its node names (ExpGradNode, GradNodeAccumulation) are
@@ -237,11 +237,22 @@ class PaddleEngine(Engine):
             return self.paddle.set_grad_enabled(enabled)
         return getattr(self.paddle, mode)()
 
+    def grad_mode_decorator(self, mode, enabled=True):
+        return self.grad_mode(mode, enabled)    # paddle's mode objects decorate too
+
+    def is_grad_enabled(self):
+        return self.paddle.is_grad_enabled()
+
     # ---- backward -------------------------------------------------------------------------
     def backward(self, t, gradient, retain_graph, inputs):
         if inputs is not None:
             raise AdapterLimit("paddle: Tensor.backward has no inputs= (adapter limitation)")
         t.backward(grad_tensor=gradient, retain_graph=bool(retain_graph))
+
+    def autograd_backward(self, tensors, grad_tensors, retain_graph):
+        self.paddle.autograd.backward(list(tensors), grad_tensors=list(grad_tensors)
+                                      if grad_tensors is not None else None,
+                                      retain_graph=bool(retain_graph))
 
     def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
         return self.paddle.grad(list(outputs), list(inputs),
@@ -318,16 +329,3 @@ def paddle_engine(device: str = "cpu") -> PaddleEngine:
         if not paddle.device.is_compiled_with_cuda():
             raise EngineError("engine 'paddle' on cuda: this paddle build has no CUDA")
     return PaddleEngine(device)
-
-
-def program_source(seed: int, capabilities: frozenset[str], size: int):
-    """The default generator with backward(inputs=...) turned into plain backward() calls, which
-    paddle can express; for campaigns (`gradspec run --source`) that should not spend their
-    divergences on that adapter limitation."""
-    from conformance.generate import program_for_seed
-    program = program_for_seed(seed, capabilities, size)
-    for _, s in program.walk():
-        if s.op == "backward" and s.params.get("inputs") is not None:   # [] too
-            s.params = {k: v for k, v in s.params.items() if k != "inputs"}
-            s.clauses = [c for c in s.clauses if c != "API-11"]     # no longer exercised
-    return program

@@ -15,7 +15,7 @@ from .base import Engine, Tensor
 ALL_CAPABILITIES = frozenset({
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
-    "warnings"})
+    "warnings", "backward_inputs"})
 
 BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
           "div": operator.truediv, "matmul": operator.matmul}
@@ -119,16 +119,32 @@ class TorchLike(Engine):
     def remove_hook(self, handle):
         handle.remove()
 
+    def register_node_hook(self, t, kind, fn):
+        if kind == "pre":
+            return t.grad_fn.register_prehook(lambda grad_outputs: fn(grad_outputs))
+        return t.grad_fn.register_hook(lambda grad_inputs, grad_outputs: fn(grad_inputs))
+
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode, enabled=True):
         if mode == "set_grad_enabled":
             return self.torch.set_grad_enabled(enabled)
         return getattr(self.torch, mode)()
 
+    def grad_mode_decorator(self, mode, enabled=True):
+        return self.grad_mode(mode, enabled)    # torch's mode objects are decorators too
+
+    def is_grad_enabled(self):
+        return self.torch.is_grad_enabled()
+
     # ---- backward -------------------------------------------------------------------------
     def backward(self, t, gradient, retain_graph, inputs):
         t.backward(gradient=gradient, retain_graph=retain_graph,
                    inputs=list(inputs) if inputs is not None else None)
+
+    def autograd_backward(self, tensors, grad_tensors, retain_graph):
+        self.torch.autograd.backward(
+            list(tensors), grad_tensors=list(grad_tensors) if grad_tensors is not None else None,
+            retain_graph=retain_graph)
 
     def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
         return self.torch.autograd.grad(

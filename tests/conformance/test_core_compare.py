@@ -8,6 +8,7 @@ import pytest
 
 from conformance.compare import TOLERANCES, close, compare, involved_clauses
 from conformance.engines import load_engine
+from conformance.engines.torchlike import TorchLike
 from conformance.executor import execute
 from conformance.program import Program
 from conformance.program import Stmt as S
@@ -137,3 +138,109 @@ def test_wrong_return_types_are_divergences_not_crashes(torch_engine):
     found = compare(p, o, e)
     assert [(d.path, d.what) for d in found] == [("15", "value")]
     assert "<object>" in found[0].engine
+
+
+# ---- VER-1 / UNSPEC-3: `_version` of gradients and of matmul with a 1-D operand ------------
+def _matmuls() -> Program:
+    return Program([
+        leaf("a", [1.0, 2.0], [2], "float64"),
+        leaf("m", [1.0] * 6, [2, 3], "float64", rg=False),
+        leaf("k", [1.0] * 6, [3, 2], "float64", rg=False),
+        S("call", out="v", args=["a", "m"], params={"fn": "matmul"}),    # 1-D @ 2-D
+        obs("v", "version"),                                               # 4: unspecified
+        S("call", out="w", args=["m", "k"], params={"fn": "matmul"}),    # 2-D @ 2-D
+        obs("w", "version"),                                               # 6: specified
+        S("getitem", out="r", target="v", params={"index": [0]}),
+        obs("r", "version"),                                               # 8: v's counter
+    ])
+
+
+class BumpsMatmul(TorchLike):
+    """A fake engine: torch, except that every matmul result reports _version + 1."""
+
+    def __init__(self):
+        import torch
+        super().__init__(torch, "bumps-matmul")
+        self.bumped: list = []
+
+    def call(self, fn, args, kw):
+        out = super().call(fn, args, kw)
+        if fn == "matmul":
+            self.bumped.append(out)
+        return out
+
+    def getitem(self, target, index):
+        out = super().getitem(target, index)
+        if any(target is b for b in self.bumped):
+            self.bumped.append(out)
+        return out
+
+    def version_counter(self, t):
+        return super().version_counter(t) + any(t is b for b in self.bumped)
+
+
+def test_version_of_matmul_with_a_1d_operand_is_unspecified(torch_engine):
+    p = _matmuls()
+    o, e = execute(p, torch_engine), execute(p, BumpsMatmul())
+    assert e.by_path()["4"].value != o.by_path()["4"].value
+    # only the 2-D @ 2-D result's counter is specified (VER-1)
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [("6", "value")]
+
+
+def test_version_of_matmul_unknown_shapes_is_not_compared(torch_engine):
+    p = _matmuls()
+    o, e = traces(p, torch_engine)
+    for ev in (o.by_path()["3"], e.by_path()["3"]):
+        ev.shapes = None                            # a trace from before shapes were recorded
+    e.by_path()["4"].value += 5
+    assert compare(p, o, e) == []
+
+
+def test_version_of_gradients_is_unspecified(torch_engine):
+    p = Program([
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        S("call", out="y", args=["x", "x"], params={"fn": "mul"}),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("grad", params={"outputs": ["s"], "inputs": ["x"], "outs": ["g"]}),
+        obs("g", "version"),                                               # 4: unspecified
+        obs("g", "value"),                                                 # 5: specified
+        S("getitem", out="r", target="g", params={"index": [{"slice": [0, None, None]}]}),
+        obs("r", "version"),                                               # 7: g's counter
+        S("call", out="h", args=["g", 2.0], params={"fn": "mul"}),
+        obs("h", "version"),                                               # 9: a fresh result
+    ])
+    o, e = traces(p, torch_engine)
+    e.by_path()["4"].value += 1
+    e.by_path()["7"].value += 1
+    assert compare(p, o, e) == []
+    e.by_path()["5"].value[0] += 1.0
+    e.by_path()["9"].value += 1
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [("5", "value"), ("9", "value")]
+
+
+# ---- UNSPEC-3: a .grad that may alias a `gradient=` tensor written through a view ---------
+def test_grad_aliasing_a_gradient_written_through_a_view_is_unspecified(torch_engine):
+    p = Program([
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        leaf("g", [1.0, 1.0], [2], "float64", rg=False),
+        S("backward", target="x", args=["g"]),                           # x.grad may be g
+        obs("x", "grad"),                                                  # 3: specified
+        S("getitem", out="v", target="g", params={"index": [{"slice": [0, None, None]}]}),
+        S("inplace", target="v", args=[3.0], params={"fn": "mul_"}),     # writes g
+        obs("x", "grad"),                                                  # 6: unspecified
+        obs("v", "value"),                                                 # 7: unspecified
+        obs("x", "value"),                                                 # 8: specified
+        leaf("z", [1.0, 2.0], [2], "float64"),
+        leaf("k", [1.0, 1.0], [2], "float64", rg=False),
+        S("backward", target="z", args=["k"]),
+        S("call", out="c", args=["k"], params={"fn": "clone"}),
+        S("inplace", target="c", args=[3.0], params={"fn": "mul_"}),     # a copy: k unchanged
+        obs("z", "grad"),                                                  # 14: specified
+    ])
+    o, e = traces(p, torch_engine)
+    e.by_path()["6"].value = [9.0, 9.0]            # an engine that stored g itself
+    e.by_path()["7"].value = [9.0, 9.0]
+    assert compare(p, o, e) == []
+    for path in ("3", "8", "14"):
+        e.by_path()[path].value = [9.0, 9.0]
+    assert [d.path for d in compare(p, o, e)] == ["3", "8", "14"]

@@ -101,6 +101,43 @@ def no_backward() -> Program:
 PROGRAMS = [sample, saved_output, no_backward]
 
 
+def newer_statements() -> Program:
+    """The statement kinds added after the first suite: node hooks (HOOK-15), a grad-mode
+    decorator and is_grad_enabled (MODE-5, MODE-6), autograd.backward on several tensors
+    (API-12) and a post-accumulate hook that returns a value (HOOK-13)."""
+    return Program([
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        S("call", out="y", args=["x"], params={"fn": "neg"}),
+        S("node_hook", out="n1", target="y", params={"kind": "pre", "behaviour": "scale",
+                                                     "factor": 10.0, "label": "n1"},
+          clauses=["HOOK-15"]),
+        S("node_hook", out="n2", target="y", params={"kind": "post", "behaviour": "record",
+                                                     "label": "n2"}, clauses=["HOOK-15"]),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("backward", target="s", clauses=["HOOK-15"]),
+        obs("x", "grad"),                                       # 6: [-10, -10]
+        S("grad_enabled", clauses=["MODE-6"]),
+        S("mode", params={"mode": "no_grad", "decorator": True}, clauses=["MODE-5"], body=[
+            S("grad_enabled", clauses=["MODE-6"]),
+            S("call", out="q", args=["x", 2.0], params={"fn": "mul"}),
+            obs("q", "requires_grad"),
+        ]),
+        S("call", out="a", args=["x", 2.0], params={"fn": "mul"}),
+        S("call", out="b", args=["a"], params={"fn": "sum"}),
+        S("call", out="c", args=["x", "x"], params={"fn": "mul"}),
+        leaf("gc", [1.0, 10.0], [2], "float64", rg=False),
+        S("backward_many", params={"tensors": ["b", "c"], "grad_tensors": [None, "gc"]},
+          clauses=["API-12"]),
+        obs("x", "grad"),                                       # 14
+        S("post_hook", out="p", target="x", params={"label": "p", "behaviour": "return"}),
+        S("call", out="d", args=["x"], params={"fn": "sum"}),
+        S("backward", target="d", clauses=["HOOK-13"]),        # 17: POST_HOOK_RETURNED_VALUE
+        S("remove", target="p"),
+        S("call", out="e", args=["x"], params={"fn": "sum"}),
+        S("backward", target="e"),
+    ])
+
+
 def source(seed: int, capabilities=None, size: int = 20) -> Program:
     """A program source for run_campaign / `gradspec run --source`."""
     p = PROGRAMS[seed % len(PROGRAMS)]()
@@ -215,3 +252,18 @@ def test_unknown_name_is_skipped_not_raised():
                                             params={"fn": "exp"}), obs("y", "value")])
     t = execute(p, load_engine("torch"))
     assert [e.status for e in t.events] == ["skipped"] * 3
+
+
+def test_newer_statements_run_on_torch():
+    p = Program.loads(newer_statements().dumps())
+    t = execute(p, load_engine("torch"))
+    ev = t.by_path()
+    assert [e.path for e in t.events if e.status != "ok"] == ["17"]
+    assert ev["17"].error == "POST_HOOK_RETURNED_VALUE"
+    assert ev["6"].value == [-10.0, -10.0]
+    assert [h[0] for h in ev["5"].hooks] == ["n1", "n2"]
+    assert ev["7"].value is True and ev["8.0"].value is False and ev["8.2"].value is False
+    assert ev["14"].value == [-10.0 + 2.0 + 2.0, -10.0 + 2.0 + 40.0]
+    assert p.capabilities() == ["core", "node_hooks", "grad_fn", "grad_modes",
+                                "post_accumulate_hooks", "hooks"]
+    assert compare(p, t, execute(p, load_engine("torch"))) == []

@@ -12,13 +12,13 @@ import pytest
 
 from conformance.compare import close
 from conformance.engines import load_engine
-from conformance.executor import execute
+from conformance.executor import VALUED, execute
 from conformance.program import Program
 from conformance.render import render, render_replay
-from tests.conformance.test_core_programs import PROGRAMS
+from tests.conformance.test_core_programs import PROGRAMS, newer_statements
 
 LINE = re.compile(r"^\[(?P<path>[0-9.]+)\] (?P<what>\S+) = (?P<value>.*)$")
-HOOK = re.compile(r"^  (?:post )?hook (?P<label>\S+) (?:got|saw \.grad) = (?P<value>.*)$")
+HOOK = re.compile(r"^  (?:post |node )?hook (?P<label>\S+) (?:got|saw \.grad) = (?P<value>.*)$")
 RAISED = re.compile(r"^\[(?P<path>[0-9.]+)\] raised ")
 
 
@@ -62,7 +62,7 @@ def check_scripts_match_traces(programs: list[Program]) -> None:
 
 def check_output(trace, out: list[str]) -> None:
     want_values = {e.path: e.value for e in trace.events
-                   if e.status == "ok" and e.op in ("observe", "grad")}
+                   if e.status == "ok" and e.op in VALUED}
     want_hooks = [(h[0], h[1]) for e in trace.events for h in e.hooks]
     want_raised = {e.path for e in trace.events if e.status != "ok"}
     got_values, got_hooks, got_raised = {}, [], set()
@@ -82,7 +82,7 @@ def check_output(trace, out: list[str]) -> None:
 
 
 def test_scripts_match_traces():
-    check_scripts_match_traces([make() for make in PROGRAMS])
+    check_scripts_match_traces([make() for make in PROGRAMS] + [newer_statements()])
 
 
 def test_scripts_of_generated_programs_match_their_traces():

@@ -25,10 +25,9 @@ from conformance.specdoc import load_errors, load_spec
 from conformance.strategies import HypothesisChooser
 
 SEEDS = range(300)
-# Clauses no program can exercise: they need what program.py cannot express (node hooks,
-# decorators, is_grad_enabled, several tensors in one backward, rebinding, Python control
-# flow), or they are statements about what the spec leaves open.
-NOT_GENERATED = {"GRAPH-8", "HOOK-15", "INPLACE-11", "MODE-5", "MODE-6", "API-12"}
+# Clauses no program can exercise: they need what program.py cannot express (rebinding a
+# name, Python control flow on values), or they are statements about what the spec leaves open.
+NOT_GENERATED = {"GRAPH-8", "INPLACE-11"}
 
 
 @functools.cache
@@ -77,6 +76,11 @@ def test_every_statement_kind_op_and_observable_appears():
                 seen["hook"].add(s.params["behaviour"])
             elif s.op == "mode":
                 seen["mode"].add(s.params["mode"])
+                seen["mode"].add("decorator" if s.params.get("decorator") else "with")
+            elif s.op == "node_hook":
+                seen["node_hook"].add((s.params["kind"], s.params["behaviour"]))
+            elif s.op == "post_hook":
+                seen["post_hook"].add(s.params.get("behaviour", "record"))
             elif s.op == "backward":
                 seen["backward"].update(k for k, v in s.params.items() if v)
                 if s.args:
@@ -90,7 +94,9 @@ def test_every_statement_kind_op_and_observable_appears():
     assert seen["inplace"] == set(INPLACE)
     assert seen["observe"] == set(OBSERVABLES)
     assert seen["hook"] == {"record", "scale", "wrong_shape"}
-    assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled"}
+    assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled", "with", "decorator"}
+    assert seen["node_hook"] == {(k, b) for k in ("pre", "post") for b in ("record", "scale")}
+    assert seen["post_hook"] == {"record", "return"}
     assert {"retain_graph", "inputs", "gradient"} <= seen["backward"]
     assert {"float32", "float64", "int64"} <= seen["dtype"] and {0, 1, 2} <= seen["shape"]
 
@@ -159,6 +165,22 @@ def test_capabilities_are_respected(missing):
                 assert s.params["what"] != "grad" or "RETAIN-7" not in s.clauses
         for kind in p.meta["expect"].values():
             assert missing not in ERROR_MOVES.get(kind, ()), kind
+        if missing == "backward_inputs":
+            assert not any(s.op == "backward" and s.params.get("inputs") is not None
+                           for _, s in p.walk())
+
+
+@pytest.mark.parametrize("missing", [c for c in ALL_CAPABILITIES if c != "core"])
+def test_tags_name_only_clauses_the_engine_can_exercise(missing):
+    """A statement is tagged with a clause only if the capabilities include all the clause
+    `requires` (spec metadata), so that reports never show an engine exercising a clause it
+    cannot."""
+    spec = load_spec()
+    caps = set(ALL_CAPABILITIES) - {missing}
+    for p in programs(tuple(sorted(caps)), 20)[:60]:
+        for path, s in p.walk():
+            for c in s.clauses:
+                assert set(spec.clauses[c].requires) <= caps | {"core"}, (path, s.op, c)
 
 
 def test_core_only_programs_use_core_statements():
@@ -185,7 +207,7 @@ def test_hypothesis_shrinks_to_a_short_program():
     """A program with a second backward through a freed graph shrinks to a few statements."""
     failing: list[Program] = []
 
-    @settings(max_examples=300, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=1000, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(gen_programs(ALL_CAPABILITIES, 12))
     def search(p):

@@ -46,14 +46,65 @@ class _Config:
 
 
 def test_defaults_come_from_the_environment(monkeypatch):
-    for var in ("GRADSPEC_ENGINE", "GRADSPEC_ORACLE", "GRADSPEC_PROFILE", "CI", "TOX_ENV_NAME"):
+    for var in ("GRADSPEC_ENGINE", "GRADSPEC_ORACLE", "GRADSPEC_PROFILE", "CI", "TOX_ENV_NAME",
+                "GRADSPEC_XFAIL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("GRADSPEC_TEST_ENGINES", "torch")
     assert chosen(_Config()) == {"engine": "torch", "oracle": "torch", "device": "cpu",
-                                 "profile": "dev"}
+                                 "profile": "dev", "xfail": ""}
+    monkeypatch.setenv("GRADSPEC_XFAIL", "known.txt")
+    assert chosen(_Config())["xfail"] == "known.txt"
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("GRADSPEC_ENGINE", "refimpl")
     assert chosen(_Config())["profile"] == "ci" and chosen(_Config())["engine"] == "refimpl"
     assert chosen(_Config(**{"--engine": "x:y", "--oracle": None, "--gradspec-device": None,
                              "--gradspec-profile": "thorough"}))["engine"] == "x:y"
     assert PROFILE_TABLE["ci"].derandomize and not PROFILE_TABLE["dev"].derandomize
+
+
+# ---- --gradspec-xfail / GRADSPEC_XFAIL: the expected-failure file of `gradspec run` ---------
+def test_xfail_file_marks_a_test_by_node_id(tmp_path):
+    known = tmp_path / "known.txt"
+    known.write_text(f"{TEST}  @never_frees,tests.broken_engines.never_frees:factory  "
+                     f"never frees saved values\n")
+    r = run_pytest("--engine", "tests.broken_engines.never_frees:factory",
+                   "--gradspec-profile", "ci", "--gradspec-xfail", str(known))
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "1 xfailed" in r.stdout
+
+
+def test_xfail_file_from_the_environment_and_bad_files(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("LEAF-5\n")     # no reason
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADSPEC_", "PYTEST_"))}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "no:xdist", TEST, "--engine", "no_such_engine"], cwd=ROOT,
+                       env={**env, "GRADSPEC_XFAIL": str(bad)}, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "--gradspec-xfail:" in r.stderr and "LEAF-5 has no reason" in r.stderr
+
+
+def test_clause_entries_turn_expected_divergences_into_xfails():
+    import pytest
+
+    from conformance.engines import load_engine
+    from conformance.program import Program, Stmt
+    from conformance.pytest_plugin import check_program, split_expected
+    from conformance.xfail import parse
+    p = Program([
+        Stmt("leaf", out="x", params={"values": [1.0], "shape": [], "dtype": "float64",
+                                      "requires_grad": True}),
+        Stmt("call", out="y", args=["x"], params={"fn": "exp"}),
+        Stmt("backward", target="y"),
+        Stmt("backward", target="y", clauses=["FREE-1"]),     # GRAPH_FREED, but not here
+    ])
+    engine, oracle = load_engine("tests.broken_engines.never_frees:factory"), load_engine("torch")
+    with pytest.raises(pytest.fail.Exception):
+        check_program(p, oracle, engine)
+    with pytest.raises(pytest.fail.Exception):
+        check_program(p, oracle, engine, parse("LEAF-5  another clause\n"))
+    with pytest.raises(pytest.xfail.Exception, match="FREE-1: never frees"):
+        check_program(p, oracle, engine, parse("FREE-1  never frees\n"))
+    check_program(p, oracle, oracle, parse("FREE-1  never frees\n"))   # no divergence: passes
+    assert split_expected([], parse("FREE-1  x\n")) == ([], [])
