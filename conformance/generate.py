@@ -85,6 +85,11 @@ ERROR_MOVES: dict[str, tuple[str, ...]] = {
     "POST_HOOK_RETURNED_VALUE": ("post_accumulate_hooks", "hooks"),
 }
 INEXPRESSIBLE: dict[str, str] = {}      # kind -> why no program can provoke it (none left)
+# Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
+NOT_GENERATED: dict[str, str] = {
+    "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
+    "INPLACE-11": "rebinding a Python name: a program binds each name once",
+}
 # A natural (not deliberate) error of these kinds is only left in a program when the engine
 # has the capability; otherwise the generator avoids it.
 NATURAL_ERROR_CAPS = {"VERSION_MISMATCH": "version_counter", "GRAPH_FREED": "retain_graph",

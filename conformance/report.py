@@ -212,7 +212,7 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
                     "not applicable"
         elif not row["programs"]:
             row["status"] = "n/a"
-            row["reason"] = f"no program of {programs} exercised it"
+            row["reason"] = _why_unexercised(cid, programs)
         else:
             row["status"] = "pass"
 
@@ -226,3 +226,14 @@ def clause_table(rows: dict[str, dict[str, Any]]) -> str:
         else:
             out.append(f"{cid:<{w}}  {r['programs']:>8}  {r['divergences']:>11}")
     return "\n".join(out)
+
+
+def _why_unexercised(cid: str, programs: int) -> str:
+    from conformance.generate import NOT_GENERATED
+    if cid.startswith("UNSPEC-"):
+        return "left open by the spec (spec/unspecified.md): never compared"
+    if cid in NOT_GENERATED:
+        return f"not generated ({NOT_GENERATED[cid]}); spec examples and differential tests " \
+               "check it"
+    return f"no program of {programs} exercised it"
+
