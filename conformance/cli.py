@@ -100,20 +100,26 @@ def _positive(kind):
     return parse
 
 
-def _configure_run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", default="refimpl", help="engine under test: a name or "
-                   "package.module:factory (default refimpl)")
+def _campaign_options(p: argparse.ArgumentParser, count: int, what: str, out: str) -> None:
+    """Options shared by `run` and `matrix`: who is compared, and how much is generated."""
     p.add_argument("--oracle", default="torch", help="the reference (default torch)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
-    p.add_argument("--count", type=_positive(int), default=300, help="programs (default 300)")
+    p.add_argument("--count", type=_positive(int), default=count,
+                   help=f"{what} (default {count})")
     p.add_argument("--size", type=_positive(int), default=20,
                    help="statements per program (default 20)")
     p.add_argument("-n", "--jobs", type=_jobs, default=1,
                    help="worker processes, or 'auto' (default 1)")
     p.add_argument("--timeout", type=_positive(float), default=10.0,
                    help="seconds per program before it counts as a hang (default 10)")
-    p.add_argument("--out", default="gradspec-out", help="output folder (default gradspec-out)")
+    p.add_argument("--out", default=out, help=f"output folder (default {out})")
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default="refimpl", help="engine under test: a name or "
+                   "package.module:factory (default refimpl)")
+    _campaign_options(p, 300, "programs", "gradspec-out")
     p.add_argument("--no-shrink", action="store_true", help="report programs unminimized")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--source", default=None, help="programs from package.module:function "
@@ -250,19 +256,7 @@ command("engines", "list the engines available, with versions, devices and capab
 def _configure_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engines", default="refimpl,torch,torch-compile,paddle",
                    help="comma-separated engines (default refimpl,torch,torch-compile,paddle)")
-    p.add_argument("--oracle", default="torch", help="the reference (default torch)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
-    p.add_argument("--count", type=_positive(int), default=100,
-                   help="programs per engine (default 100)")
-    p.add_argument("--size", type=_positive(int), default=20,
-                   help="statements per program (default 20)")
-    p.add_argument("-n", "--jobs", type=_jobs, default=1,
-                   help="worker processes, or 'auto' (default 1)")
-    p.add_argument("--timeout", type=_positive(float), default=10.0,
-                   help="seconds per program before it counts as a hang (default 10)")
-    p.add_argument("--out", default="gradspec-matrix",
-                   help="output folder (default gradspec-matrix)")
+    _campaign_options(p, 100, "programs per engine", "gradspec-matrix")
     p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures")
     p.add_argument("--spec-url", default=None, metavar="URL", help="link clauses to URL/<file>"
                    "#<id> (default: a relative path to the spec folder)")
