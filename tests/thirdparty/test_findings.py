@@ -1,12 +1,13 @@
 """Every ```python block of docs/findings.md runs and asserts what the engine does today.
 
-Clauses (as divergences): VER-2, VER-4, VER-6, VER-8, VER-11, FREE-3, FREE-4, HOOK-5, HOOK-16,
-RETAIN-2, RETAIN-5, INPLACE-1, INPLACE-2, INPLACE-5, INPLACE-13, MODE-1, MODE-9, API-1, API-4,
-API-9, LEAF-11, LEAF-12, LEAF-13, LEAF-15.
+Clauses (as divergences): VER-2, VER-4, VER-6, VER-8, VER-11, VER-13, FREE-3, FREE-4, HOOK-5,
+HOOK-13, HOOK-14, HOOK-16, RETAIN-2, RETAIN-5, INPLACE-1, INPLACE-2, INPLACE-3, INPLACE-5,
+INPLACE-7, INPLACE-13, INPLACE-15, MODE-1, MODE-9, API-1, API-4, API-9, API-10, LEAF-11, LEAF-12,
+LEAF-13, LEAF-15, LEAF-16.
 
 A block that fails means the engine changed: the finding is stale (or newly wrong) and
 docs/findings.md needs a look. Blocks for an engine that is not installed are skipped; blocks
-fenced ```py are documentation only (they crash the interpreter on purpose).
+fenced ```py are documentation only (they crash or hang the interpreter).
 """
 from __future__ import annotations
 
