@@ -1,0 +1,102 @@
+"""The generator's output is frozen: the same seed and size give byte-identical programs.
+
+docs/findings.md and the expected-failure files quote campaigns by seed, so a refactoring of
+the generator (or of the statement kinds and the op table it draws from) must not change a
+single byte of what it draws. These digests were taken before the generator was restructured;
+a deliberate change to what is drawn must bump the generator version and record new digests,
+never edit these silently.
+
+Both back-ends are covered: RandomChooser (`gradspec run`, by seed) and Hypothesis (pytest,
+derandomized: the examples depend on the pinned Hypothesis version and on the source of the
+drawing functions below, which therefore must not be edited either).
+"""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from conformance.generate import ALL_CAPABILITIES, generate, program_for_seed, programs
+from conformance.strategies import HypothesisChooser
+
+# Capability sets the built-in and test engines declare: everything, the compiled engine's,
+# the Paddle adapter's, and a bare core engine.
+CAPS = {
+    "all": ALL_CAPABILITIES,
+    "no-grad_fn": tuple(c for c in ALL_CAPABILITIES if c not in ("grad_fn", "node_hooks")),
+    "no-views-inplace": tuple(c for c in ALL_CAPABILITIES
+                              if c not in ("views", "inplace", "version_counter")),
+    "core": ("core",),
+}
+
+# (capabilities, size, first seed, count) -> sha256 of the programs' JSON, one per line.
+RANDOM_DIGESTS = {
+    ("all", 20, 0, 300):
+        "9cb3ed4e590831a66a8b1326b413f66242a50735859dcbcf8c3d8700e77bca3d",
+    ("all", 13, 1000, 200):
+        "926be191c29af39bb44e832e49190e6dae4b3027c26ea5009126e03a39930e64",
+    ("all", 40, 5000, 100):
+        "db16c9cdc31632430f1aaf92e41c6cab20bf1bbb5181bafbd6c5510bf1c25e68",
+    ("no-grad_fn", 20, 0, 200):
+        "30bf276465779da1b3b6ebd75baa4af46f72b4513dff2162a9bf56e50b5e4bf4",
+    ("no-views-inplace", 20, 0, 200):
+        "c19622abc8c88b254bf3c5bf377083e4bfe6c565a0eba7dccff68e037f74025f",
+    ("core", 20, 0, 100):
+        "a0b760bdbc7b630777baa704f87ecd64ccc7b2bb66ac19cf27d5c0eb04859ab9",
+}
+HYPOTHESIS_DIGESTS = {
+    "strategy": "135200fe7553d9abb36ec2e39da8006972cf4beb08c6ca2fd478c88a18d9cb5c",
+    "labelled": "71c3538cefa107fd3633902ba706603e93bcb414d7bf234ec3c4c05454e87951",
+}
+
+
+def digest(texts) -> str:
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def random_digest(caps: str, size: int, first: int, count: int) -> str:
+    return digest(program_for_seed(s, CAPS[caps], size).dumps()
+                  for s in range(first, first + count))
+
+
+@pytest.mark.parametrize("key", list(RANDOM_DIGESTS), ids=lambda k: "-".join(map(str, k)))
+def test_random_programs_are_unchanged(key):
+    assert random_digest(*key) == RANDOM_DIGESTS[key]
+
+
+_SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,
+                 phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+
+
+def hypothesis_digest(which: str) -> str:
+    drawn: list[str] = []
+    if which == "strategy":
+        @settings(**_SETTINGS)
+        @given(programs(ALL_CAPABILITIES, 20))
+        def collect(p):
+            drawn.append(p.dumps())
+    else:
+        @settings(**_SETTINGS)
+        @given(st.data())
+        def collect(data):
+            drawn.append(generate(HypothesisChooser(data), ALL_CAPABILITIES, 15).dumps())
+    collect()
+    return digest(drawn)
+
+
+@pytest.mark.parametrize("which", list(HYPOTHESIS_DIGESTS))
+def test_hypothesis_programs_are_unchanged(which):
+    assert hypothesis_digest(which) == HYPOTHESIS_DIGESTS[which]
+
+
+if __name__ == "__main__":      # prints the current digests, to record a deliberate change
+    for key in RANDOM_DIGESTS:
+        print(key, random_digest(*key))
+    for which in HYPOTHESIS_DIGESTS:
+        print(which, hypothesis_digest(which))
