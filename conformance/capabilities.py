@@ -1,4 +1,4 @@
-"""Capability declarations, checked both ways (issue 5; spec/README.md, "Capability vocabulary").
+"""Capability declarations, checked both ways (spec/README.md, "Capability vocabulary").
 
 An engine declares the capabilities it has (Engine.capabilities). The generator never draws a
 statement that needs one the engine lacks, and a clause whose `requires` names one is "not

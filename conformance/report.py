@@ -10,7 +10,7 @@ Per divergent program, a folder under OUT/divergences/:
 OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
 repro paths; `clause_table` is the table printed at the end of a run.
 
-Per clause, a status (issue 5): pass (exercised, no divergence), diverges, xfail (diverges, as an
+Per clause, a status: pass (exercised, no divergence), diverges, xfail (diverges, as an
 expected-failure file says) or n/a, with the reason: the engine lacks a capability the clause
 requires, the clause's `since` is newer than the oracle's release, or no program of the run
 exercised it. A clause is never "pass" unless programs exercised it.

@@ -6,7 +6,7 @@ reported (a divergence of kind crash or timeout) and the run goes on with a fres
 Program i is generated from its own seed, derived from the campaign seed alone, so the results
 do not depend on --jobs or on timing.
 
-After the run (issue 5): divergences on clauses newer than the oracle's torch release are "not
+After the run: divergences on clauses newer than the oracle's torch release are "not
 applicable", those an expected-failure file lists (conformance/xfail.py) are expected failures;
 neither fails the run. Each clause gets a status (report.set_statuses), and the capabilities the
 engine declares absent are probed (conformance/capabilities.py).

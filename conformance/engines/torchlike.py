@@ -1,6 +1,6 @@
 """TorchLike: the Engine adapter for any module shaped like `torch` (torch itself, refimpl,
 forks). Each method is the one line of torch code it stands for; conformance/render.py writes
-the same lines into repro scripts, and tests/conformance/test_core_render.py checks they agree.
+the same lines into repro scripts, and tests/conformance/test_render.py checks they agree.
 """
 from __future__ import annotations
 

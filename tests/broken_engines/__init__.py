@@ -1,7 +1,7 @@
 """Deliberately broken engines: torch behind TorchLike with one semantic rule broken each.
 
 The conformance suite must catch every one of them within the CI profile
-(tests/conformance/test_gen_broken.py), and `gradspec run --engine
+(tests/conformance/test_broken_engines_caught.py), and `gradspec run --engine
 tests.broken_engines.<module>:factory` must exit 1 with a repro. They wrap torch, so they do not
 depend on refimpl. BROKEN maps each import path to the clauses whose rule it breaks.
 """

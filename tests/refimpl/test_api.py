@@ -1,4 +1,4 @@
-"""refimpl's public API (issue 3, "Drop-in API"): every name the spec's subset uses exists and
+"""refimpl's public API: every name the spec's subset uses exists and
 behaves like torch's on a small program, and what is out of scope says so."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""The backend seam (issue 3, "One backend seam"): the spec examples on a second array namespace
+"""The backend seam: the spec examples on a second array namespace
 (array_api_strict) and on cupy where a CUDA GPU is present; nothing outside refimpl/backend.py
 imports an array library; device='cuda' without cupy fails clearly."""
 import ast

@@ -1,4 +1,4 @@
-"""Graph freeing really frees (FREE-1; issue 3, "Readable and honest"): 1,000 training steps of
+"""Graph freeing really frees (FREE-1): 1,000 training steps of
 a small MLP keep memory flat, measured with tracemalloc (a generous bound, no timing)."""
 import gc
 import tracemalloc

@@ -1,6 +1,6 @@
 """Hand-written programs and deliberately broken adapters for the core tests (the generator is
-tested in test_gen_*), plus tests of the executor on them. Other test_core_* files import this
-module as tests.conformance.test_core_programs; the CLI tests name its functions by import path.
+tested in test_generator.py), plus tests of the executor on them. Other conformance tests import this
+module as tests.conformance.test_executor; the CLI tests name its functions by import path.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from conformance.executor import Trace, execute
 from conformance.program import Program
 from conformance.program import Stmt as S
 
-MOD = "tests.conformance.test_core_programs"
+MOD = "tests.conformance.test_executor"
 
 
 def leaf(out, values, shape, dtype="float32", rg=True, clauses=()):

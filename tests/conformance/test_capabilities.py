@@ -1,4 +1,4 @@
-"""Capabilities checked both ways (issue 5, part 2; conformance/capabilities.py): a declared
+"""Capabilities checked both ways: a declared
 capability that fails, an absent one that works, and clauses needing a missing capability
 reported as n/a, never as pass."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
 from conformance.runner import run_campaign
 from conformance.specdoc import CAPABILITIES, load_spec
 
-MOD = "tests.conformance.test_i5_capabilities"
+MOD = "tests.conformance.test_capabilities"
 
 
 def _torch():

@@ -15,7 +15,7 @@ from conformance.engines import load_engine
 from conformance.executor import VALUED, execute
 from conformance.program import Program
 from conformance.render import render, render_replay
-from tests.conformance.test_core_programs import PROGRAMS, newer_statements
+from tests.conformance.test_executor import PROGRAMS, newer_statements
 
 LINE = re.compile(r"^\[(?P<path>[0-9.]+)\] (?P<what>\S+) = (?P<value>.*)$")
 HOOK = re.compile(r"^  (?:post |node )?hook (?P<label>\S+) (?:got|saw \.grad) = (?P<value>.*)$")

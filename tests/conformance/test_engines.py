@@ -9,7 +9,7 @@ from conformance.engines.base import Engine
 from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike, nest
 from conformance.specdoc import spec_dir
 
-MOD = "tests.conformance.test_core_programs"
+MOD = "tests.conformance.test_executor"
 
 
 def test_torch_by_name():

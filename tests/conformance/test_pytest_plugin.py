@@ -11,7 +11,7 @@ from pathlib import Path
 from conformance.pytest_plugin import PROFILE_TABLE, chosen
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST = "tests/conformance/test_gen_selfcheck.py::test_engine_conforms_to_oracle"
+TEST = "tests/conformance/test_engine_conformance.py::test_engine_conforms_to_oracle"
 
 
 def run_pytest(*args: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""`gradspec matrix` (issue 5, part 6; conformance/matrix.py): the HTML page is parsed and its
+"""`gradspec matrix`: the HTML page is parsed and its
 structure and links checked, the Markdown table too; an engine that cannot load gets a column of
 n/a with the reason. The page is also rendered in headless Chromium when one is installed."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from conformance.cli import main
 from conformance.matrix import STATES, run_matrix
 from conformance.specdoc import load_spec
-from tests.conformance.test_core_programs import MOD, source
+from tests.conformance.test_executor import MOD, source
 
 VOID = {"meta", "br", "img", "hr", "link", "input"}      # elements without an end tag
 ENGINES = ["torch", f"{MOD}:no_leaf_check", "no-such-engine"]

@@ -12,7 +12,7 @@ from conformance.engines.torchlike import TorchLike
 from conformance.executor import execute
 from conformance.program import Program
 from conformance.program import Stmt as S
-from tests.conformance.test_core_programs import leaf, obs, sample, saved_output
+from tests.conformance.test_executor import leaf, obs, sample, saved_output
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_involved_clauses_follow_the_data():
 def test_wrong_return_types_are_divergences_not_crashes(torch_engine):
     import json
 
-    from tests.conformance.test_core_programs import wrong_types
+    from tests.conformance.test_executor import wrong_types
     p = sample()
     o, e = execute(p, torch_engine), execute(p, wrong_types())
     json.dumps(e.to_json())                         # still plain data

@@ -1,4 +1,4 @@
-"""Plugin engines (issue 5, part 1): engines from the `gradspec.engines` entry-point group of
+"""Plugin engines: engines from the `gradspec.engines` entry-point group of
 an installed distribution (here a .dist-info folder on sys.path), `gradspec engines`, and
 broken plugins reported in one line without hiding the others."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from conformance.cli import main
 from conformance.engines import BUILTINS, EngineError, builtin_names, list_engines, load_engine
 
-MODULE = "i5_fake_plugin"
+MODULE = "fake_engine_plugin"
 
 PLUGIN = '''
 import torch
@@ -55,11 +55,11 @@ ENTRY_POINTS = {
 def plugin(tmp_path, monkeypatch):
     """A distribution `i5-fake-plugin` with entry points, importable from tmp_path."""
     (tmp_path / f"{MODULE}.py").write_text(PLUGIN)
-    info = tmp_path / "i5_fake_plugin-0.3.dist-info"
+    info = tmp_path / "fake_engine_plugin-0.3.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: i5-fake-plugin\nVersion: 0.3\n")
     lines = [f"{name} = {MODULE}:{attr}" for name, attr in ENTRY_POINTS.items()]
-    lines.append("missing-module = i5_no_such_module:engine")
+    lines.append("missing-module = no_such_module:engine")
     (info / "entry_points.txt").write_text("[gradspec.engines]\n" + "\n".join(lines) + "\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
@@ -84,7 +84,7 @@ def test_an_entry_point_engine_loads_by_name(plugin):
     ("int-version", "attribute 'version' must be a string"),
     ("typo-caps", "unknown capabilities hookz"),
     ("raising", "factory failed on cpu: RuntimeError: the GPU driver is on fire"),
-    ("missing-module", "cannot load entry point i5_no_such_module:engine"),
+    ("missing-module", "cannot load entry point no_such_module:engine"),
 ])
 def test_a_broken_plugin_is_one_line(plugin, name, words):
     with pytest.raises(EngineError) as info:

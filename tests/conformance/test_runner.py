@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conformance.runner import program_seeds, run_campaign
-from tests.conformance.test_core_programs import MOD, source
+from tests.conformance.test_executor import MOD, source
 
 NAMES = {0: "sample", 1: "saved_output", 2: "no_backward"}
 
@@ -87,7 +87,7 @@ def test_clauses_the_engine_cannot_express_are_not_applicable():
 
 
 def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
-    from tests.conformance.test_core_programs import broken_source
+    from tests.conformance.test_executor import broken_source
     report = run_campaign("torch", "torch", count=4, out_dir=tmp_path, progress=None,
                           source=broken_source)
     bad = [i for i, s in enumerate(program_seeds(0, 4)) if s % 2]

@@ -7,7 +7,7 @@ from conformance.executor import execute
 from conformance.minimize import diverges_like, minimize, prune
 from conformance.program import Program
 from conformance.program import Stmt as S
-from tests.conformance.test_core_programs import leaf, obs, sample
+from tests.conformance.test_executor import leaf, obs, sample
 
 
 def test_prune_drops_dependents_and_empty_blocks():
@@ -24,7 +24,7 @@ def test_prune_drops_dependents_and_empty_blocks():
 
 def test_minimize_keeps_the_divergence():
     oracle, engine = load_engine("torch"), load_engine(
-        "tests.conformance.test_core_programs:no_leaf_check")
+        "tests.conformance.test_executor:no_leaf_check")
     p = sample()
     first = compare(p, execute(p, oracle), execute(p, engine))[0]
     small = minimize(p, diverges_like(oracle, engine, first))

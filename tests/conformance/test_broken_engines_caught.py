@@ -13,7 +13,7 @@ from hypothesis import Phase
 from conformance.engines import load_engine
 from conformance.pytest_plugin import PROFILE_TABLE
 from tests.broken_engines import BROKEN
-from tests.conformance.test_gen_selfcheck import Divergent, search
+from tests.conformance.test_engine_conformance import Divergent, search
 
 SPEC = "tests.broken_engines.reversed_hooks:factory"
 
@@ -34,7 +34,7 @@ def test_ci_search_is_the_same_in_another_process():
     code = ("from hypothesis import Phase\n"
             "from conformance.engines import load_engine\n"
             "from conformance.pytest_plugin import PROFILE_TABLE\n"
-            "from tests.conformance.test_gen_selfcheck import Divergent, search\n"
+            "from tests.conformance.test_engine_conformance import Divergent, search\n"
             "try:\n"
             f"    search(load_engine({SPEC!r}), load_engine('torch'), PROFILE_TABLE['ci'],\n"
             "           phases=[Phase.explicit, Phase.generate])\n"

@@ -1,4 +1,4 @@
-"""Expected-failure files (issue 5, part 3; conformance/xfail.py): the format, bad lines (one
+"""Expected-failure files: the format, bad lines (one
 line, exit 2), expected failures that do not fail the run, and stale entries."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from conformance.cli import main
 from conformance.runner import program_seeds, run_campaign
 from conformance.xfail import XfailError, parse
-from tests.conformance.test_core_programs import MOD, source
+from tests.conformance.test_executor import MOD, source
 
 NOWHERE = "LEAF-" + "999"      # built, so that the repo cites no missing clause
 GOOD = f"""\
@@ -98,7 +98,7 @@ def test_the_cli_prints_expected_and_stale(tmp_path, capsys):
     f = tmp_path / "xfail.txt"
     f.write_text(GOOD)
     code = main(["run", "--engine", f"{MOD}:no_leaf_check", "--source",
-                 "tests.conformance.test_core_programs:source", "--count", "3", "--quiet",
+                 "tests.conformance.test_executor:source", "--count", "3", "--quiet",
                  "--xfail", str(f), "--out", str(tmp_path / "o")])
     out = capsys.readouterr().out
     assert code == 0

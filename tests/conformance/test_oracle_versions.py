@@ -1,4 +1,4 @@
-"""Oracle versions (issue 5, part 4): clauses newer than the oracle's torch release are not
+"""Oracle versions: clauses newer than the oracle's torch release are not
 applicable, and divergences on them do not fail the run. The old oracle is torch reporting an
 old version, loaded by import path."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from conformance.report import newer_than, release
 from conformance.runner import run_campaign
 from conformance.specdoc import load_spec
 
-MOD = "tests.conformance.test_i5_versions"
-CORE = "tests.conformance.test_core_programs"
+MOD = "tests.conformance.test_oracle_versions"
+CORE = "tests.conformance.test_executor"
 
 
 def old_torch(device="cpu"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from tests.conformance.test_core_programs import MOD, saved_output
+from tests.conformance.test_executor import MOD, saved_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ["--source", f"{MOD}:source"]
