@@ -1,5 +1,6 @@
 """torch.autograd.backward and torch.autograd.grad (API-1..API-12, FREE-4, FREE-7, VER-15,
-HOOK-16, RETAIN-8)."""
+HOOK-16, RETAIN-8), and Tensor.backward, attached here so that refimpl/tensor.py stays below
+the engine."""
 from __future__ import annotations
 
 from . import (
@@ -67,6 +68,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             targets.append(edge(t))
     keep = bool(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     engine.execute(edges, grads, keep, outputs[0]._be, targets, capture=False)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Tensor.backward: autograd.backward from this one tensor."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
+Tensor.backward = _tensor_backward
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -14,26 +14,9 @@ import heapq
 import itertools
 
 from . import errors, grad_mode
+from .broadcast import expandable, sum_to
 from .node import Node
-
-
-def sum_to(xp, g, shape):
-    """Sum a broadcast gradient back to `shape` (LEAF-8), as torch's sum_to: one keepdim sum,
-    then a view that drops the leading dims."""
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                      if s == 1 and g.shape[lead + i] != 1)
-    if axes:
-        g = xp.sum(g, axis=axes, keepdims=True)
-    return xp.reshape(g, shape) if lead else g
-
-
-def _expandable(shape, to):
-    if len(shape) > len(to):
-        return False
-    return all(s == t or s == 1 for s, t in zip(shape[::-1], to[::-1], strict=False))
+from .tensor import wrap
 
 
 class _GraphRoot(Node):
@@ -205,7 +188,7 @@ def _validate(fn, i, g, meta, xp, be):
     """Sum a gradient to its input's shape and cast it to its dtype (torch's validate_outputs)."""
     shape, dtype = meta
     if g.shape != shape:
-        if not _expandable(shape, g.shape):
+        if not expandable(shape, g.shape):
             raise errors.invalid_gradient(fn.name(), i, g.shape, shape)
         g = sum_to(xp, g, shape)
     if be.dtype_of[g.dtype] is not dtype:
@@ -216,5 +199,4 @@ def _validate(fn, i, g, meta, xp, be):
 def _as_tensor(be, a):
     if a is None:
         return None
-    from .tensor import wrap
     return wrap(be, a)

@@ -2,17 +2,20 @@
 
 Clauses: LEAF-1..LEAF-15 (leaves, `.grad` get/set), RETAIN-1..RETAIN-7, HOOK-6, HOOK-7, HOOK-12,
 VER-1..VER-6 (version counter shared by views and detach(), not by .data), GRAPH-10 and
-INPLACE-1..INPLACE-14 (how an in-place op rewrites the history of a tensor and of its base).
+INPLACE-8 (a view's grad_fn regenerated once the shared version has moved).
 
-Ops live in refimpl/ops and are attached to Tensor as methods there; this module holds the
-machinery they share: `record` (attach a node to a result), `make_view`, `commit_inplace`.
+Ops live in refimpl/ops and are attached to Tensor as methods there, and `Tensor.backward` is
+attached by refimpl/autograd.py, so that this module imports neither. It holds the machinery
+the ops share: `record` (attach a node to a result) and `make_view`; ops/inplace.py holds
+`commit_inplace`.
 """
 from __future__ import annotations
 
 import warnings
 import weakref
 
-from . import backend, dtypes, errors, grad_mode, hooks
+from . import errors, grad_mode, hooks
+from .formatting import tensor_repr
 from .node import Node, SavedValue, accumulator
 
 _enabled = grad_mode.enabled
@@ -151,9 +154,7 @@ class Tensor:
             self._post_hooks = {}
         return hooks.add(self._post_hooks, hook)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from . import autograd
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    # backward(gradient, retain_graph, create_graph, inputs) is attached by refimpl/autograd.py
 
     # ---- plain attributes and conversions -------------------------------------------------
     shape = property(lambda self: Size(self._data.shape))
@@ -206,11 +207,7 @@ class Tensor:
     def __format__(self, spec):
         return format(self.item(), spec) if self._data.ndim == 0 else repr(self)
 
-    def __repr__(self):
-        from .formatting import tensor_repr
-        return tensor_repr(self)
-
-    __str__ = __repr__
+    __repr__ = __str__ = tensor_repr
 
 
 # ---- making tensors -----------------------------------------------------------------------
@@ -354,138 +351,3 @@ def moved_history(t: Tensor, old, new):
     if t._retains_grad and old is not None:
         old._retains_grad = None
         new._retains_grad = weakref.ref(t)
-
-
-# ---- in-place ops (INPLACE-1..INPLACE-14, VER-2) ----------------------------------------------
-def check_inplace(t: Tensor, others=()) -> None:
-    """torch's check_inplace: only when grad mode is on and something involved requires grad."""
-    if not _enabled[0]:
-        return
-    rg = t.requires_grad
-    if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
-        return
-    if t._base is not None and t._view_no_grad:
-        raise errors.no_grad_view_inplace(t._grad_fn)  # MODE-9
-    if t._base is not None and rg and t._base.is_leaf:
-        raise errors.view_of_leaf_inplace()  # INPLACE-2
-    if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)
-        raise errors.leaf_inplace()  # INPLACE-1
-
-
-def check_overlap(t: Tensor, other) -> None:
-    """torch refuses an in-place op whose input overlaps the target only partly (the same memory
-    seen with other strides); full overlap, as in x.mul_(x), is fine."""
-    if not isinstance(other, Tensor) or other._data is t._data:
-        return
-    a, b, be = t._data, other._data, t._be
-    if a.size == 0 or b.size == 0 or not (_dense(a, be) and _dense(b, be)):
-        return
-    item = t._dtype.itemsize
-    a0, b0 = be.address(a), be.address(b)
-    a1, b1 = a0 + a.size * item, b0 + b.size * other._dtype.itemsize
-    if (a0, a1) == (b0, b1):
-        if be.strides(a) != be.strides(b):
-            raise errors.partial_overlap()
-    elif a0 < b1 and b0 < a1:
-        raise errors.partial_overlap()
-
-
-def _dense(a, be) -> bool:
-    """Non-overlapping and dense: the elements fill their memory span exactly."""
-    span = 1 + sum((n - 1) * abs(s) for n, s in zip(a.shape, be.strides(a), strict=True))
-    return span == a.size
-
-
-def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
-    """Finish an in-place op computed out of place as `res`: write res into t's storage, bump the
-    version, and make res's node t's history (or its base's, through CopySlices)."""
-    node = res._grad_fn
-    if node is not None:
-        for s in node.saved:
-            if s is None:
-                continue
-            if s.idx == 0 and s.vc is t._vc:   # torch keeps a copy of self's old value
-                s.array, s.vc = t._be.copy(s.array), None
-            elif s.idx == -1:                   # a saved result is t itself, after the bump
-                s.vc = t._vc
-    write(t, res._data, res._dtype, fill)
-    t._vc[0] += 1
-    if node is None:
-        return t
-    for s in node.saved:
-        if s is not None and s.idx == -1:  # t's own memory: later writes through aliases show
-            s.array, s.version = t._data, t._vc[0]
-    if t._base is None:
-        moved_history(t, t._grad_fn, node)
-        t._grad_fn = node
-        return t
-    base = t._base  # through a view: the base's history becomes CopySlices (INPLACE-8)
-    cs = Node("torch::autograd::CopySlices", _copy_slices_backward,
-              (edge(base),) + node.next_functions[1:],
-              ((base._data.shape, base._dtype),) + node.in_meta[1:], (node, t._view_chain, t._be))
-    moved_history(base, base._grad_fn, cs)
-    base._grad_fn = cs
-    t._grad_fn = node  # replaced by AsStridedBackward0 on next access, as the version moved
-    return t
-
-
-def write(t: Tensor, array, dtype, fill=False) -> None:
-    if dtype.category > t._dtype.category:
-        raise errors.cast_inplace(dtype, t._dtype)
-    if array is t._data:  # copy_ from the very same memory: nothing to write (as torch)
-        return
-    be = t._be
-    if not fill and any(s == 0 and n > 1
-                        for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
-        raise errors.overlapping_write()  # an expanded tensor (fill_ and zero_ may write it)
-    if dtype is not t._dtype:
-        array = be.xp.astype(array, be.native[t._dtype])
-    try:
-        t._data[...] = array
-    except ValueError as exc:  # a read-only array (a strict namespace's broadcast)
-        raise errors.overlapping_write() from exc
-
-
-def _copy_slices_backward(node, g):
-    """The base's grad is g, except that the view's region carries what the in-place op's own
-    backward returns for its input; the op's other inputs get their grads unchanged."""
-    node.unpack()  # raises once freed, whatever the inner node saved (FREE-1)
-    fn, chain, be = node.info
-    result = be.copy(g)
-    region = replay(chain, result)
-    grads = fn.backward(fn, be.copy(region))
-    region[...] = grads[0] if grads[0] is not None else 0
-    return (result,) + tuple(grads[1:])
-
-
-def from_data(data, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """torch.tensor: infer bool/int64/float32 from Python data unless dtype is given."""
-    be = backend.get(device)
-    if isinstance(data, Tensor):
-        data = data.tolist()
-    if dtype is None:
-        dtype = _infer(data)
-    t = wrap(be, be.xp.asarray(data, dtype=be.native[dtype]))
-    return set_requires_grad(t, requires_grad)
-
-
-def set_requires_grad(t: Tensor, flag) -> Tensor:
-    """requires_grad= of the factory functions (their error text differs from requires_grad_'s)."""
-    if flag:
-        if not t._dtype.is_floating_point:
-            raise errors.requires_grad_dtype()  # LEAF-15
-        t._requires_grad = True
-    return t
-
-
-def _infer(data):
-    kinds = set()
-
-    def walk(v):
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        else:
-            kinds.add(dtypes.of_scalar(v).rank)
-    walk(data)
-    return dtypes.float32 if not kinds else dtypes.ALL[max(kinds)]

@@ -10,7 +10,7 @@ import operator
 
 from .. import dtypes
 from ..backend import namespace_of
-from ..tensor import Tensor, needs, record, saved, saved_result
+from ..tensor import Tensor, needs, record, saved, saved_result, wrap
 
 
 def _operands(a: Tensor, b):
@@ -345,6 +345,5 @@ def _clamp_bw(node, g):
 def compare(op):
     def fn(a, b):
         x, y, be = _operands(a, b)
-        from ..tensor import wrap
         return wrap(be, op(x, y))
     return fn

@@ -1,16 +1,125 @@
 """In-place ops (INPLACE-1..INPLACE-14, VER-2, VER-14, HOOK-11, RETAIN-6) and clone.
 
-An in-place op is its out-of-place twin followed by commit_inplace (refimpl/tensor.py): check
-that the target may be modified, compute, write the result into the target's storage, bump the
-shared version counter once, and make the new node the target's history (through CopySlices for
-a view). zero_, fill_ and copy_ exist only in place.
+An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
+modified (check_inplace, check_overlap), compute, write the result into the target's storage,
+bump the shared version counter once, and make the new node the target's history (through
+CopySlices for a view). zero_, fill_ and copy_ exist only in place.
 """
 from __future__ import annotations
 
+from .. import errors, grad_mode
 from ..backend import namespace_of
-from ..tensor import Tensor, check_inplace, check_overlap, commit_inplace, record
+from ..node import Node
+from ..tensor import Tensor, edge, moved_history, record, replay
 from .elementwise import _zeros
 
+_enabled = grad_mode.enabled
+
+
+# ======================= the machinery =======================
+
+def check_inplace(t: Tensor, others=()) -> None:
+    """torch's check_inplace: only when grad mode is on and something involved requires grad."""
+    if not _enabled[0]:
+        return
+    rg = t.requires_grad
+    if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
+        return
+    if t._base is not None and t._view_no_grad:
+        raise errors.no_grad_view_inplace(t._grad_fn)  # MODE-9
+    if t._base is not None and rg and t._base.is_leaf:
+        raise errors.view_of_leaf_inplace()  # INPLACE-2
+    if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)
+        raise errors.leaf_inplace()  # INPLACE-1
+
+
+def check_overlap(t: Tensor, other) -> None:
+    """torch refuses an in-place op whose input overlaps the target only partly (the same memory
+    seen with other strides); full overlap, as in x.mul_(x), is fine."""
+    if not isinstance(other, Tensor) or other._data is t._data:
+        return
+    a, b, be = t._data, other._data, t._be
+    if a.size == 0 or b.size == 0 or not (_dense(a, be) and _dense(b, be)):
+        return
+    item = t._dtype.itemsize
+    a0, b0 = be.address(a), be.address(b)
+    a1, b1 = a0 + a.size * item, b0 + b.size * other._dtype.itemsize
+    if (a0, a1) == (b0, b1):
+        if be.strides(a) != be.strides(b):
+            raise errors.partial_overlap()
+    elif a0 < b1 and b0 < a1:
+        raise errors.partial_overlap()
+
+
+def _dense(a, be) -> bool:
+    """Non-overlapping and dense: the elements fill their memory span exactly."""
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(a.shape, be.strides(a), strict=True))
+    return span == a.size
+
+
+def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
+    """Finish an in-place op computed out of place as `res`: write res into t's storage, bump the
+    version, and make res's node t's history (or its base's, through CopySlices)."""
+    node = res._grad_fn
+    if node is not None:
+        for s in node.saved:
+            if s is None:
+                continue
+            if s.idx == 0 and s.vc is t._vc:   # torch keeps a copy of self's old value
+                s.array, s.vc = t._be.copy(s.array), None
+            elif s.idx == -1:                   # a saved result is t itself, after the bump
+                s.vc = t._vc
+    write(t, res._data, res._dtype, fill)
+    t._vc[0] += 1
+    if node is None:
+        return t
+    for s in node.saved:
+        if s is not None and s.idx == -1:  # t's own memory: later writes through aliases show
+            s.array, s.version = t._data, t._vc[0]
+    if t._base is None:
+        moved_history(t, t._grad_fn, node)
+        t._grad_fn = node
+        return t
+    base = t._base  # through a view: the base's history becomes CopySlices (INPLACE-8)
+    cs = Node("torch::autograd::CopySlices", _copy_slices_backward,
+              (edge(base),) + node.next_functions[1:],
+              ((base._data.shape, base._dtype),) + node.in_meta[1:], (node, t._view_chain, t._be))
+    moved_history(base, base._grad_fn, cs)
+    base._grad_fn = cs
+    t._grad_fn = node  # replaced by AsStridedBackward0 on next access, as the version moved
+    return t
+
+
+def write(t: Tensor, array, dtype, fill=False) -> None:
+    if dtype.category > t._dtype.category:
+        raise errors.cast_inplace(dtype, t._dtype)
+    if array is t._data:  # copy_ from the very same memory: nothing to write (as torch)
+        return
+    be = t._be
+    if not fill and any(s == 0 and n > 1
+                        for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
+        raise errors.overlapping_write()  # an expanded tensor (fill_ and zero_ may write it)
+    if dtype is not t._dtype:
+        array = be.xp.astype(array, be.native[t._dtype])
+    try:
+        t._data[...] = array
+    except ValueError as exc:  # a read-only array (a strict namespace's broadcast)
+        raise errors.overlapping_write() from exc
+
+
+def _copy_slices_backward(node, g):
+    """The base's grad is g, except that the view's region carries what the in-place op's own
+    backward returns for its input; the op's other inputs get their grads unchanged."""
+    node.unpack()  # raises once freed, whatever the inner node saved (FREE-1)
+    fn, chain, be = node.info
+    result = be.copy(g)
+    region = replay(chain, result)
+    grads = fn.backward(fn, be.copy(region))
+    region[...] = grads[0] if grads[0] is not None else 0
+    return (result,) + tuple(grads[1:])
+
+
+# ======================= the ops =======================
 
 def inplace(op):
     """The `_` variant of an out-of-place op: torch.Tensor.add_ from add, and so on."""

@@ -7,7 +7,10 @@ None of these save a tensor.
 """
 from __future__ import annotations
 
+from ..broadcast import sum_to
+from ..factories import from_data
 from ..tensor import Tensor, ViewStep, make_view, record
+from .inplace import clone, copy_, fill_
 
 
 def _zeros_with(xp, shape, g, key):
@@ -44,7 +47,6 @@ def reshape(a, *shape):
     if _view_strides(a, shape) is not None:
         return _reshape_view(a, shape, "ViewBackward0" if is_contiguous(a)
                              else "ReshapeAliasBackward0")
-    from .inplace import clone
     return unsafe_view(clone(a), shape)
 
 
@@ -112,7 +114,6 @@ def expand(a, *sizes):                      # ExpandBackward0; backward sums ove
             raise RuntimeError(f"The expanded size of the tensor ({full[i + lead]}) must match the "
                                f"existing size ({s}) at non-singleton dimension {i + lead}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
-    from ..engine import sum_to
     be = a._be
     return make_view(a, "ExpandBackward0", ViewStep(lambda x: be.expand(x, full),
                                                     lambda g: sum_to(xp, g, shape)))
@@ -182,8 +183,6 @@ def _slice(a, dim, s):                      # SliceBackward0
 def setitem(a, key, value):
     """a[key] = value: a view of a (or a itself), then fill_ with a 0-d value or copy_ of a
     tensor into it, as torch does (INPLACE-3, INPLACE-9)."""
-    from ..tensor import from_data
-    from .inplace import copy_, fill_
     target = getitem(a, key, for_setitem=True)
     if not isinstance(value, Tensor):
         value = from_data(value, dtype=a._dtype, device=a._be.device)
@@ -238,7 +237,6 @@ def is_contiguous(a) -> bool:
 
 
 def contiguous(a):
-    from .inplace import clone
     return a if is_contiguous(a) else clone(a)
 
 

@@ -1,0 +1,110 @@
+"""Making tensors: torch.tensor (`from_data`), ones, zeros, full, arange, the *_like forms, and
+randn seeded by manual_seed (LEAF-15 for their requires_grad=).
+
+randn draws from Python's own generator: seeded runs repeat, but the values differ from torch's
+(UNSPEC-4).
+"""
+from __future__ import annotations
+
+import random
+
+from . import backend, dtypes, errors
+from .tensor import Size, Tensor, wrap
+
+float32, int64 = dtypes.float32, dtypes.int64
+
+
+def from_data(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """torch.tensor: infer bool/int64/float32 from Python data unless dtype is given."""
+    be = backend.get(device)
+    if isinstance(data, Tensor):
+        data = data.tolist()
+    if dtype is None:
+        dtype = _infer(data)
+    t = wrap(be, be.xp.asarray(data, dtype=be.native[dtype]))
+    return set_requires_grad(t, requires_grad)
+
+
+def set_requires_grad(t: Tensor, flag) -> Tensor:
+    """requires_grad= of the factory functions (their error text differs from requires_grad_'s)."""
+    if flag:
+        if not t._dtype.is_floating_point:
+            raise errors.requires_grad_dtype()  # LEAF-15
+        t._requires_grad = True
+    return t
+
+
+def _infer(data):
+    kinds = set()
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        else:
+            kinds.add(dtypes.of_scalar(v).rank)
+    walk(data)
+    return dtypes.float32 if not kinds else dtypes.ALL[max(kinds)]
+
+
+def _factory(fill):
+    def make(*size, dtype=None, device=None, requires_grad=False):
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        be = backend.get(device)
+        dtype = dtype or float32
+        t = wrap(be, be.xp.full(tuple(size), fill, dtype=be.native[dtype]))
+        return set_requires_grad(t, requires_grad)
+    return make
+
+
+ones, zeros = _factory(1), _factory(0)
+
+
+def _like(fill):
+    def make(other, dtype=None, device=None, requires_grad=False):
+        return _factory(fill)(*other.shape, dtype=dtype or other.dtype,
+                              device=device or other._be.device, requires_grad=requires_grad)
+    return make
+
+
+ones_like, zeros_like = _like(1), _like(0)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _factory(fill_value)(*size, dtype=dtype or dtypes.of_scalar(fill_value), device=device,
+                                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        floats = any(not isinstance(v, int) for v in (start, end, step))
+        dtype = float32 if floats else int64
+    be = backend.get(device)
+    t = wrap(be, be.xp.arange(start, end, step, dtype=be.native[dtype]))
+    return set_requires_grad(t, requires_grad)
+
+
+_rng = random.Random(0)
+
+
+def manual_seed(seed):
+    _rng.seed(seed)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    n = Size(size).numel()
+    values = [_rng.gauss(0.0, 1.0) for _ in range(n)]
+    be = backend.get(device)
+    arr = be.xp.reshape(be.xp.asarray(values, dtype=be.native[dtype or float32]), tuple(size))
+    t = wrap(be, arr)
+    return set_requires_grad(t, requires_grad)
+
+
+def randn_like(other, dtype=None, device=None, requires_grad=False):
+    return randn(*other.shape, dtype=dtype or other.dtype, device=device,
+                 requires_grad=requires_grad)
