@@ -40,6 +40,7 @@ def is_tensor(obj):
 # functional forms: torch.exp(x), torch.add(x, y), ...
 add, sub, mul, div, neg, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.neg, _ew.pow
 exp, log, sin, cos, tanh, sigmoid = _ew.exp, _ew.log, _ew.sin, _ew.cos, _ew.tanh, _ew.sigmoid
+sqrt = _ew.sqrt
 relu, abs, clamp, clip, reciprocal = _ew.relu, _ew.abs, _ew.clamp, _ew.clamp, _ew.reciprocal  # noqa: A001
 sum, mean, matmul = _red.sum, _red.mean, _la.matmul  # noqa: A001
 mm = mv = dot = _la.matmul

@@ -14,7 +14,7 @@ from . import linalg, reduce, views
 
 _METHODS = {
     "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": ew.pow,
-    "exp": ew.exp, "log": ew.log, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh,
+    "exp": ew.exp, "sqrt": ew.sqrt, "log": ew.log, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh,
     "sigmoid": ew.sigmoid, "relu": ew.relu, "abs": ew.abs, "clamp": ew.clamp,
     "reciprocal": ew.reciprocal,
     "sum": reduce.sum, "mean": reduce.mean, "matmul": linalg.matmul,
@@ -23,7 +23,7 @@ _METHODS = {
     "expand_as": views.expand_as, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
     "copy_": ip.copy_,
 }
-_INPLACE = ("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tanh",
+_INPLACE = ("add", "sub", "mul", "div", "neg", "pow", "exp", "sqrt", "log", "sin", "cos", "tanh",
             "sigmoid", "relu", "abs", "clamp", "reciprocal")
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

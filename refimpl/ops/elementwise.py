@@ -240,6 +240,15 @@ def _exp_bw(node, g):
     return (g * r,)
 
 
+def sqrt(a):                                # saves: result
+    return _unary(a, lambda xp, x: xp.sqrt(x), "SqrtBackward0", _sqrt_bw, "result")
+
+
+def _sqrt_bw(node, g):
+    (r,) = node.unpack()
+    return (g / (2 * r),)
+
+
 def log(a):                                 # saves: self
     return _unary(a, lambda xp, x: xp.log(x), "LogBackward0", _log_bw, "self")
 
