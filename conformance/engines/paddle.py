@@ -57,12 +57,13 @@ Everything else is OTHER, e.g. "The Tensor can not be viewed, please call reshap
 """
 from __future__ import annotations
 
-import operator
 import os
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
+from ..lang import ops
 from .base import Engine
 
 CAPABILITIES = frozenset({
@@ -83,14 +84,14 @@ ERROR_KINDS: list[tuple[str, str]] = [
     (r"Tensor shape not match, Tensor of grad_tensor", "GRAD_OUTPUT_SHAPE"),
 ]
 
-INPLACE_METHODS = {"add_": "add_", "sub_": "subtract_", "mul_": "multiply_", "div_": "divide_",
-                   "neg_": "neg_", "exp_": "exp_", "log_": "log_", "sin_": "sin_",
-                   "cos_": "cos_", "tanh_": "tanh_", "sigmoid_": "sigmoid_", "abs_": "abs_",
-                   "zero_": "zero_"}
-AUGMENTED = {"iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
-             "idiv": operator.itruediv}
-BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-          "div": operator.truediv, "matmul": operator.matmul}
+# Where paddle spells an op of the table (conformance/lang/ops.py) otherwise than torch: a
+# method of another name with the same arguments, or a function (engine, target, operands, kw)
+# in SPELLING below. Every other op runs as torch spells it; both tables are checked against
+# the rows at import.
+RENAMED = {"clamp": "clip", "clamp_": "clip_", "sub_": "subtract_", "mul_": "multiply_",
+           "div_": "divide_"}
+# In-place ops whose number operands paddle takes only as tensors (0-d, of the target's dtype).
+NUMBERS_AS_TENSORS = frozenset({"add_", "sub_", "mul_", "div_"})
 
 
 class AdapterLimit(NotImplementedError):
@@ -140,38 +141,17 @@ class PaddleEngine(Engine):
             return self.paddle.to_tensor(float(v), dtype=like.dtype)
         return v
 
+    def _apply(self, row: ops.Op, args: list[Any], kw: dict[str, Any]) -> Any:
+        special = SPELLING.get(row.name)
+        if special is not None:
+            return special(self, args[0], args[1:], kw)
+        return ops.apply(row, args, kw, RENAMED.get(row.name))
+
     def call(self, fn, args, kw):
-        if fn in BINARY:
-            return BINARY[fn](args[0], args[1])
-        t = args[0]
-        if fn == "pow":
-            return t.pow(kw["exponent"])
-        if fn == "clamp":
-            return t.clip(min=kw.get("min"), max=kw.get("max"))
-        if fn in ("sum", "mean"):
-            return getattr(t, fn)(axis=kw.get("dim"), keepdim=bool(kw.get("keepdim", False)))
-        if fn == "relu":
-            return self.F.relu(t)
-        return getattr(t, fn)()
+        return self._apply(ops.lookup("call", fn), list(args), kw)
 
     def view(self, target, fn, kw):
-        if fn in ("reshape", "view"):
-            return getattr(target, fn)(list(kw["shape"]))
-        if fn == "t":
-            return target.t()
-        if fn == "transpose":
-            n = len(target.shape)
-            d0, d1 = (d % n if n else d for d in kw["dims"])
-            perm = list(range(n))
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-            return target.transpose(perm)
-        if fn == "unsqueeze":
-            return target.unsqueeze(kw["dim"])
-        if fn == "squeeze":
-            return target.squeeze() if kw.get("dim") is None else target.squeeze(kw["dim"])
-        if fn == "expand":
-            return target.expand(list(kw["size"]))
-        raise ValueError(f"unknown view {fn!r}")
+        return self._apply(ops.lookup("view", fn), [target], kw)
 
     def getitem(self, target, index):
         return target[index]
@@ -180,23 +160,12 @@ class PaddleEngine(Engine):
         """The name stays bound to `target` (paddle's copy_ returns another Python object for
         the same tensor), except for augmented assignment: Python rebinds to what paddle's
         `x += y` returns, which is a new tensor (docs/findings.md)."""
-        if fn in AUGMENTED:
-            return AUGMENTED[fn](target, args[0])
-        if fn == "pow_":
-            target.pow_(kw["exponent"])
-        elif fn == "clamp_":
-            target.clip_(min=kw.get("min"), max=kw.get("max"))
-        elif fn == "relu_":
-            self.F.relu_(target)
-        elif fn == "fill_":
-            target.fill_(args[0])
-        elif fn == "copy_":     # a number becomes a full tensor: paddle's copy_ does not broadcast
-            src = args[0]
-            if isinstance(src, (int, float)):
-                src = self.paddle.full_like(target, float(src))
-            target.copy_(src, True)
-        else:
-            getattr(target, INPLACE_METHODS[fn])(*(self._tensor(a, target) for a in args))
+        row = ops.lookup("inplace", fn)
+        if row.augmented:
+            return ops.apply(row, [target, *args], kw)
+        if fn in NUMBERS_AS_TENSORS:
+            args = [self._tensor(a, target) for a in args]
+        self._apply(row, [target, *args], kw)
         return target
 
     def setitem(self, target, index, value):
@@ -314,6 +283,59 @@ class PaddleEngine(Engine):
             if re.search(pattern, text):
                 return kind
         return None
+
+
+
+# ---- paddle's own spellings ---------------------------------------------------------------
+Spelling = Callable[[PaddleEngine, Any, list[Any], dict[str, Any]], Any]
+
+
+def _reduce(method: str) -> Spelling:
+    def run(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any]) -> Any:
+        return getattr(t, method)(axis=kw.get("dim"), keepdim=bool(kw.get("keepdim", False)))
+    return run
+
+
+def _sizes(method: str, key: str) -> Spelling:
+    def run(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any]) -> Any:
+        return getattr(t, method)(list(kw[key]))
+    return run
+
+
+def _transpose(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any]) -> Any:
+    n = len(t.shape)            # paddle's transpose takes a whole permutation
+    d0, d1 = (d % n if n else d for d in kw["dims"])
+    perm = list(range(n))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return t.transpose(perm)
+
+
+def _copy_(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any]) -> Any:
+    src = operands[0]           # a number becomes a full tensor: paddle's copy_ does not broadcast
+    if isinstance(src, (int, float)):
+        src = e.paddle.full_like(t, float(src))
+    return t.copy_(src, True)
+
+
+SPELLING: dict[str, Spelling] = {
+    "relu": lambda e, t, operands, kw: e.F.relu(t),
+    "sum": _reduce("sum"), "mean": _reduce("mean"),
+    "reshape": _sizes("reshape", "shape"), "view": _sizes("view", "shape"),
+    "expand": _sizes("expand", "size"), "transpose": _transpose,
+    "relu_": lambda e, t, operands, kw: e.F.relu_(t),
+    "fill_": lambda e, t, operands, kw: t.fill_(operands[0]),
+    "copy_": _copy_,
+}
+
+
+def _check_against_the_table() -> None:
+    for table in (RENAMED, NUMBERS_AS_TENSORS, SPELLING):
+        unknown = sorted(set(table) - set(ops.ROWS))
+        if unknown:
+            raise ValueError(f"paddle adapter: {unknown} are not rows of the op table")
+
+
+_check_against_the_table()
 
 
 def paddle_engine(device: str = "cpu") -> PaddleEngine:

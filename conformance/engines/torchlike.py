@@ -1,14 +1,15 @@
 """TorchLike: the Engine adapter for any module shaped like `torch` (torch itself, refimpl,
-forks). Each method is the one line of torch code it stands for; conformance/render.py writes
-the same lines into repro scripts, and tests/conformance/test_render.py checks they agree.
+forks). Each method is the one line of torch code it stands for; the op statements (call, view,
+inplace) are spelt by the op table (conformance/lang/ops.py), which also gives the renderer the
+same lines as source, and tests/conformance/test_render.py checks they agree.
 """
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from ..lang import ops
 from .base import Engine, Tensor
 
 # The capability vocabulary of spec/README.md; a torch-shaped module is assumed to have it all.
@@ -17,10 +18,9 @@ ALL_CAPABILITIES = frozenset({
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs"})
 
-BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-          "div": operator.truediv, "matmul": operator.matmul}
-AUGMENTED = {"iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
-             "idiv": operator.itruediv}
+# op -> its Python operator function, for the ops spelt as operators (from the op table)
+BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
+AUGMENTED = {r.name: ops.OPERATORS[r.operator] for r in ops.INPLACE_OPS if r.augmented}
 
 
 def nest(values: Sequence[Any], shape: Sequence[int]) -> Any:
@@ -51,48 +51,16 @@ class TorchLike(Engine):
         return self.torch.tensor(nest([cast(v) for v in values], list(shape)), **kw)
 
     def call(self, fn, args, kw):
-        if fn in BINARY:
-            return BINARY[fn](args[0], args[1])
-        t = args[0]
-        if fn == "pow":
-            return t.pow(kw["exponent"])
-        if fn == "clamp":
-            return t.clamp(min=kw.get("min"), max=kw.get("max"))
-        if fn in ("sum", "mean"):
-            dim = kw.get("dim")
-            if dim is None:
-                return getattr(t, fn)()
-            dim = tuple(dim) if isinstance(dim, list) else dim
-            return getattr(t, fn)(dim, keepdim=bool(kw.get("keepdim", False)))
-        return getattr(t, fn)()
+        return ops.apply(ops.lookup("call", fn), args, kw)
 
     def view(self, target, fn, kw):
-        if fn in ("reshape", "view"):   # shape [] (to 0-d) must be passed as ()
-            shape = kw["shape"]
-            return getattr(target, fn)(*shape) if shape else getattr(target, fn)(())
-        if fn == "t":
-            return target.t()
-        if fn == "transpose":
-            return target.transpose(*kw["dims"])
-        if fn == "unsqueeze":
-            return target.unsqueeze(kw["dim"])
-        if fn == "squeeze":
-            return target.squeeze() if kw.get("dim") is None else target.squeeze(kw["dim"])
-        if fn == "expand":
-            return target.expand(*kw["size"]) if kw["size"] else target.expand(())
-        raise ValueError(f"unknown view {fn!r}")
+        return ops.apply(ops.lookup("view", fn), (target,), kw)
 
     def getitem(self, target, index):
         return target[index]
 
     def inplace(self, target, fn, args, kw):
-        if fn in AUGMENTED:
-            return AUGMENTED[fn](target, args[0])
-        if fn == "pow_":
-            return target.pow_(kw["exponent"])
-        if fn == "clamp_":
-            return target.clamp_(min=kw.get("min"), max=kw.get("max"))
-        return getattr(target, fn)(*args)
+        return ops.apply(ops.lookup("inplace", fn), (target, *args), kw)
 
     def setitem(self, target, index, value):
         target[index] = value

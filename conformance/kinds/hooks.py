@@ -1,24 +1,228 @@
 """Hook statements: tensor hooks, post-accumulate hooks, node hooks, and handle removal."""
 from __future__ import annotations
 
+from typing import Any
+
+from ..lang.program import Stmt
+from ..model import T
+from ..model.tables import FACTORS, HOOK_BEHAVIOURS, NODE_HOOK_BEHAVIOURS
+from . import fields
 from .registry import Kind, kind
+
+LABEL = (str, type(None))
+
+
+# ---- the hooks registered on an engine; they log into the event of the statement that is
+# running when they are called (x.log, conformance/judge/executor.py) ------------------------
+def tensor_hook(x: Any, p: dict[str, Any], label: str):
+    """A tensor hook: logs the gradient, then per params.behaviour returns None, the gradient
+    scaled by params.factor, or a tensor of another shape."""
+    e, behaviour = x.e, p.get("behaviour", "record")
+
+    def hook(g):
+        x.log(label, g)
+        if behaviour == "scale":
+            return e.scale(g, float(p.get("factor", 2.0)))
+        if behaviour == "wrong_shape":
+            return e.wrong_shape(g)
+        return None
+    return hook
+
+
+def post_hook(x: Any, label: str, behaviour: str = "record"):
+    """A post-accumulate-grad hook: logs the tensor's .grad; 'return' returns it (HOOK-13)."""
+    def hook(t):
+        g = x.e.get_grad(t)
+        x.log(label, g)
+        return g if behaviour == "return" else None     # 'return': HOOK-13 raises
+    return hook
+
+
+def node_hook(x: Any, p: dict[str, Any], label: str):
+    """A grad_fn pre- or post-hook: logs the first gradient and with 'scale' scales it."""
+    e, scale = x.e, p.get("behaviour") == "scale"
+
+    def hook(grads):
+        grads = tuple(grads)
+        first = grads[0] if grads else None
+        x.log(label, first)
+        if scale and first is not None:
+            return (e.scale(first, float(p.get("factor", 2.0))),) + grads[1:]
+        return None
+    return hook
+
+
+def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
+    fields.name(s, path, "out")
+    fields.name(s, path, "target")
+    fields.param(s, path, "behaviour", (str,), required=False, choices=behaviours)
+    fields.param(s, path, "label", LABEL, required=False)
+    fields.param(s, path, "factor", fields.NUMBER, required=False)
 
 
 @kind
 class Hook(Kind):
     name = "hook"
+    weight = 6
+    doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
+           "None), 'scale' (log, return grad * params.factor), 'wrong_shape' (log, return a "
+           "tensor of another shape); params.label names the hook in the log")
+    caps = ("hooks",)
+
+    def check(self, s, path):
+        _check_hook(s, path, ("record", "scale", "wrong_shape"))
+
+    def run(self, x, s, ev, path):
+        p = s.params
+        x.env[s.out] = x.e.register_hook(x.env[s.target],
+                                         tensor_hook(x, p, p.get("label") or s.out))
+
+    def render(self, s, path):
+        p = s.params
+        label = p.get("label") or s.out
+        b = p.get("behaviour", "record")
+        fn = (f"scale({label!r}, {float(p.get('factor', 2.0))!r})" if b == "scale"
+              else f"{b}({label!r})")
+        return [f"{s.out} = {s.target}.register_hook({fn})"]
+
+    def draw(self, g, behaviour=None, t=None):
+        """Draw a tensor hook; `behaviour` and `t` fix what it does and where it goes."""
+        t = t or g.pick("hook on", T.hookable)
+        if t is None or t.node is None:
+            return False
+        behaviour = behaviour or g.weighted("hook behaviour", HOOK_BEHAVIOURS)
+        name = g.fresh("h")
+        params: dict[str, Any] = {"behaviour": behaviour, "label": name}
+        if behaviour == "scale":
+            params["factor"] = g.choice("factor", FACTORS)
+        cl = ["HOOK-1", {"record": "HOOK-3", "scale": "HOOK-4"}.get(behaviour, "HOOK-5")]
+        if t.node.hooks:
+            cl.append("HOOK-2")
+        if t.leaf:
+            cl.append("HOOK-8")
+        if t.retains:
+            cl.append("RETAIN-5")
+        t.node.hooks[name] = behaviour
+        g.handles[name] = (t.node, False)
+        g.emit(Stmt("hook", out=name, target=t.name, params=params), cl)
+        if behaviour != "wrong_shape" and g.boolean("another hook on it", 30):
+            self.draw(g, None, t)      # several hooks on one tensor: their order (HOOK-2)
+        return True
 
 
 @kind
 class PostHook(Kind):
     name = "post_hook"
+    weight = 3
+    doc = ("out = target.register_post_accumulate_grad_hook(h); h logs params.label and "
+           "target.grad, then per params.behaviour: 'record' (default; returns None) or "
+           "'return' (returns target.grad, which backward rejects: HOOK-13)")
+    caps = ("post_accumulate_hooks",)
+
+    def check(self, s, path):
+        _check_hook(s, path, ("record", "return"))
+
+    def grad_hook(self, s):
+        return s.params.get("label") or s.out
+
+    def run(self, x, s, ev, path):
+        p = s.params
+        x.env[s.out] = x.e.register_post_accumulate_grad_hook(
+            x.env[s.target], post_hook(x, p.get("label") or s.out, p.get("behaviour", "record")))
+
+    def render(self, s, path):
+        returns = ", returns=True" if s.params.get("behaviour") == "return" else ""
+        return [f"{s.out} = {s.target}.register_post_accumulate_grad_hook("
+                f"post({(s.params.get('label') or s.out)!r}{returns}))"]
+
+    def draw(self, g):
+        t = g.pick("post hook on", lambda u: u.leaf and u.rg and u.node is not None)
+        if t is None or t.node is None:
+            return False
+        name = g.fresh("h")
+        t.node.post_hooks.append(name)
+        g.handles[name] = (t.node, True)
+        g.emit(Stmt("post_hook", out=name, target=t.name, params={"label": name}),
+               ["HOOK-13"])
+        return True
 
 
 @kind
 class NodeHook(Kind):
     name = "node_hook"
+    weight = 3
+    doc = ("out = target.grad_fn.register_prehook(h) (params.kind 'pre') or "
+           "target.grad_fn.register_hook(h) ('post'); h logs params.label and the first "
+           "gradient (pre: grad_outputs[0], post: grad_inputs[0]) and per "
+           "params.behaviour returns None ('record') or that tuple with its first "
+           "gradient times params.factor ('scale')")
+    caps = ("node_hooks", "grad_fn")
+
+    def check(self, s, path):
+        _check_hook(s, path, ("record", "scale"))
+        fields.param(s, path, "kind", (str,), required=False, choices=("pre", "post"))
+
+    def run(self, x, s, ev, path):
+        p = s.params
+        x.env[s.out] = x.e.register_node_hook(x.env[s.target], p.get("kind", "pre"),
+                                              node_hook(x, p, p.get("label") or s.out))
+
+    def render(self, s, path):
+        p, t = s.params, s.target
+        factor = (f", {float(p.get('factor', 2.0))!r}" if p.get("behaviour") == "scale" else "")
+        fn = f"node_hook({(p.get('label') or s.out)!r}{factor})"
+        if p.get("kind", "pre") == "pre":
+            return [f"{s.out} = {t}.grad_fn.register_prehook({fn})"]
+        return [f"_hook = {fn}",
+                f"{s.out} = {t}.grad_fn.register_hook(lambda gi, go, h=_hook: h(gi))"]
+
+    def render_binds(self, s):
+        return self.binds(s) + ["_hook"]
+
+    def draw(self, g):
+        t = g.pick("node hook on", lambda u: u.hookable() and not u.leaf and not u.stale)
+        if t is None or t.node is None:
+            return False
+        name = g.fresh("h")
+        params: dict[str, Any] = {
+            "kind": g.choice("node hook kind", ["pre", "post"]),
+            "behaviour": g.weighted("node hook behaviour", NODE_HOOK_BEHAVIOURS),
+            "label": name}
+        if params["behaviour"] == "scale":
+            params["factor"] = g.choice("factor", FACTORS)
+        t.node.node_hooks += 1
+        g.emit(Stmt("node_hook", out=name, target=t.name, params=params),
+               ["HOOK-15", "GRAPH-3"])
+        return True
 
 
 @kind
 class Remove(Kind):
     name = "remove"
+    weight = 2
+    doc = "target.remove() where target is a hook handle"
+    caps = ("hooks",)
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+
+    def run(self, x, s, ev, path):
+        x.e.remove_hook(x.env[s.target])
+
+    def render(self, s, path):
+        return [f"{s.target}.remove()"]
+
+    def draw(self, g):
+        names = list(g.handles)
+        if not names:
+            return False
+        name = g.choice("remove", names)
+        node, post = g.handles.pop(name)
+        if post:
+            node.post_hooks.remove(name)
+            if name in node.returning:
+                node.returning.remove(name)
+        else:
+            node.hooks.pop(name, None)
+        g.emit(Stmt("remove", target=name), ["HOOK-6"])
+        return True

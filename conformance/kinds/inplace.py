@@ -1,14 +1,105 @@
 """In-place statements: in-place ops and augmented assignment, and setitem."""
 from __future__ import annotations
 
+from ..lang import ops
+from ..lang.program import Stmt, index_of
+from ..model import broadcast, index_shape
+from ..model.tables import NUMBERS
+from . import fields, source
 from .registry import Kind, kind
+from .tensors import Call, check_index, check_op
 
 
 @kind
 class Inplace(Kind):
     name = "inplace"
+    weight = 9
+    doc = "target.fn(*args, **kw), or an augmented assignment. params: fn (INPLACE), kw"
+    caps = ("inplace",)
+    in_place = True
+    writes = True
+
+    def binds(self, s):
+        return [s.target] if s.target is not None else []
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+        fields.args(s, path, check_op(s, path, "inplace").arity)
+
+    def run(self, x, s, ev, path):
+        x.env[s.target] = x.e.inplace(x.env[s.target], s.params["fn"],
+                                      [x.val(a) for a in s.args], s.params.get("kw", {}))
+
+    def render(self, s, path):
+        p = s.params
+        return [ops.source(ops.lookup("inplace", p["fn"]), [s.target, *source.args(s.args)],
+                           p.get("kw", {}))]
+
+    def draw(self, g, target=None, fn=None):
+        """Draw an in-place op; `target` and `fn` fix the tensor and the op."""
+        t = target or g.pick("in-place target", g.inplace_ok)
+        if t is None:
+            return False
+        fn = fn or g.weighted("in-place fn", g.inplace_fns)
+        args, kw, tensors = self._draw_operands(g, t, fn)
+        cl = g.apply_inplace(t, tensors, fn in ops.INPLACE_SAVES_OUTPUT,
+                             holds=fn in ops.INPLACE_HOLDS)
+        if fn in ops.AUGMENTED:
+            cl.append("INPLACE-13")
+        g.emit(Stmt("inplace", target=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
+        return True
+
+    def _draw_operands(self, g, t, fn):
+        """(args, kw, tensor operands) of the in-place op fn on t."""
+        row = ops.ROWS[fn]
+        if row.draws:
+            return [], Call._draw_settings(g, row), []
+        if not row.arity:
+            return [], {}, []
+        if fn != "copy_" and (fn == "fill_" or g.boolean("number operand", 40)):
+            return [g.choice("number", NUMBERS)], {}, []
+        b = g.pick("in-place operand", lambda u: u.is_float and u.storage is not t.storage
+                   and broadcast(t.shape, u.shape) == t.shape)
+        if b is None:
+            b = g.make_leaf(shape=t.shape)
+        return [b.name], {}, [b]
 
 
 @kind
 class Setitem(Kind):
     name = "setitem"
+    weight = 4
+    doc = "target[index] = args[0] (a name or a number). params: index"
+    caps = ("inplace",)
+    writes = True
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+        check_index(s, path)
+        fields.args(s, path, 1)
+
+    def run(self, x, s, ev, path):
+        x.e.setitem(x.env[s.target], index_of(s.params["index"]), x.val(s.args[0]))
+
+    def render(self, s, path):
+        return [f"{s.target}[{ops.index_source(s.params['index'])}] = {source.arg(s.args[0])}"]
+
+    def draw(self, g):
+        t = g.pick("setitem target", lambda u: u.ndim >= 1 and g.inplace_ok(u))
+        if t is None:
+            return False
+        index = g.draw_index(t)
+        shape = index_shape(t.shape, index)
+        tensors = []
+        if g.boolean("setitem number", 50):
+            value = g.choice("number", NUMBERS)
+        else:
+            b = g.pick("setitem value", lambda u: u.is_float and u.storage is not t.storage
+                       and broadcast(shape, u.shape) == shape)
+            if b is None:
+                b = g.make_leaf(shape=shape)
+            value, tensors = b.name, [b]
+        cl = g.apply_inplace(t, tensors, False, setitem=True)
+        g.emit(Stmt("setitem", target=t.name, args=[value], params={"index": index}),
+               ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+        return True

@@ -1,14 +1,116 @@
 """Grad-mode statements: with-blocks and decorated blocks, and is_grad_enabled."""
 from __future__ import annotations
 
+from typing import Any
+
+from ..lang.program import Stmt
+from ..lang.trace import plain
+from ..model.tables import GRAD_MODES
+from . import fields
 from .registry import Kind, kind
+
+# params.mode -> its context manager in a script (set_grad_enabled takes params.enabled)
+MODES = {"no_grad": "torch.no_grad()", "enable_grad": "torch.enable_grad()",
+         "set_grad_enabled": None}
+
+
+def block_name(path: str) -> str:
+    """The name of the function a decorated block is rendered as."""
+    return "_block_" + path.replace(".", "_")
 
 
 @kind
 class Mode(Kind):
     name = "mode"
+    weight = 4
+    doc = ("with <params.mode>: body, or with params.decorator true: body as a function "
+           "decorated by <params.mode>, called at once. params: mode ('no_grad'|"
+           "'enable_grad'|'set_grad_enabled'), enabled (bool, set_grad_enabled only), "
+           "decorator (bool, default false)")
+    caps = ("grad_modes",)
+    block = True
+
+    def check(self, s, path):
+        fields.param(s, path, "mode", (str,), choices=MODES)
+        fields.param(s, path, "enabled", (bool,), required=False)
+        fields.param(s, path, "decorator", (bool,), required=False)
+
+    def run(self, x, s, ev, path):
+        e, p = x.e, s.params
+        if p.get("decorator"):
+            @e.grad_mode_decorator(p["mode"], bool(p.get("enabled", True)))
+            def block() -> None:
+                x.current = None
+                x.block(s.body, path + ".")
+            block()
+        else:
+            with e.grad_mode(p["mode"], bool(p.get("enabled", True))):
+                x.current = None
+                x.block(s.body, path + ".")
+
+    def render(self, s, path):
+        p = s.params
+        cm = MODES.get(p["mode"]) or f"torch.set_grad_enabled({bool(p.get('enabled', True))!r})"
+        if p.get("decorator"):      # the body and the call: render_body
+            return [f"@{cm}", f"def {block_name(path)}():"]
+        return [f"with {cm}:"]
+
+    def render_body(self, s, path, body, bound):
+        lines = []
+        if s.params.get("decorator") and bound:     # the body binds program names, not locals
+            lines.append(f"    global {', '.join(bound)}")
+        lines += ["    " + ln for ln in body] or ["    pass"]
+        if s.params.get("decorator"):
+            lines.append(f"{block_name(path)}()")
+        return lines
+
+    def draw(self, g):
+        """Draw a grad-mode block of one to three steps (none inside a block two deep)."""
+        if g.depth >= 2:
+            return False
+        mode = g.weighted("grad mode", GRAD_MODES)
+        params: dict[str, Any] = {"mode": mode}
+        enabled = mode == "enable_grad"
+        if mode == "set_grad_enabled":
+            enabled = g.boolean("enabled", 30)
+            params["enabled"] = enabled
+        cl = ["MODE-4"]
+        if not enabled:
+            cl.append("MODE-1")
+        if mode == "enable_grad" or (enabled and not g.grad_enabled):
+            cl.append("MODE-2")
+        if mode == "set_grad_enabled":
+            cl.append("MODE-3")
+        if g.boolean("as a decorator", 30):
+            params["decorator"] = True
+            cl.append("MODE-5")
+        stmt = Stmt("mode", params=params)
+        saved_out, saved_mode = g.out, g.grad_enabled
+        g.out, g.grad_enabled = stmt.body, enabled
+        g.depth += 1
+        for _ in range(g.integer("block length", 1, 3)):
+            g.step(in_block=True)
+        g.depth -= 1
+        g.out, g.grad_enabled = saved_out, saved_mode
+        if stmt.body:
+            g.emit(stmt, cl)
+        return bool(stmt.body)
 
 
 @kind
 class GradEnabled(Kind):
     name = "grad_enabled"
+    weight = 2
+    doc = "record torch.is_grad_enabled()"
+    caps = ("grad_modes",)
+    valued = True
+
+    def run(self, x, s, ev, path):
+        ev.value = plain(x.e.is_grad_enabled())
+
+    def render(self, s, path):
+        return [f"show({f'[{path}] is_grad_enabled'!r}, torch.is_grad_enabled())"]
+
+    def draw(self, g):
+        g.emit(Stmt("grad_enabled"), ["MODE-6"] + ([] if g.grad_enabled else ["MODE-1"]))
+        return True

@@ -1,9 +1,115 @@
 """Observation: one observable of one tensor."""
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..lang.program import Stmt
+from ..lang.trace import plain
+from ..model import observe_clauses
+from ..model.tables import OBSERVE_WHAT
+from . import fields
 from .registry import Kind, kind
+
+
+@dataclass(frozen=True)
+class Observable:
+    """One thing an observe statement can record of a tensor."""
+
+    cap: str                                        # the engine capability it needs
+    read: Callable[[Any, Any], tuple[Any, Any]]     # (engine, tensor) -> (value, dtype or None)
+    expr: Callable[[str], str]                      # its expression in a script, of a name
+
+
+def _value(e: Any, t: Any) -> tuple[Any, Any]:
+    return e.to_list(t), e.dtype(t)
+
+
+def _grad(e: Any, t: Any) -> tuple[Any, Any]:
+    g = e.get_grad(t)
+    return (None, None) if g is None else (e.to_list(g), e.dtype(g))
+
+
+def _of(method: str) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """An observable read by one engine method, with no dtype."""
+    return lambda e, t: (getattr(e, method)(t), None)
+
+
+# what -> the observable; the order is the language's (the generator draws from it)
+TABLE: dict[str, Observable] = {
+    "value": Observable("core", _value, lambda t: t),
+    "grad": Observable("core", _grad, lambda t: f"{t}.grad"),
+    "is_leaf": Observable("core", _of("is_leaf"), lambda t: f"{t}.is_leaf"),
+    "requires_grad": Observable("core", _of("requires_grad"), lambda t: f"{t}.requires_grad"),
+    "shape": Observable("core", lambda e, t: (list(e.shape(t)), None),
+                        lambda t: f"list({t}.shape)"),
+    "dtype": Observable("core", _of("dtype"), lambda t: f"str({t}.dtype).rsplit('.', 1)[-1]"),
+    "grad_fn": Observable("grad_fn", _of("grad_fn_name"),
+                          lambda t: f"{t}.grad_fn.name() if {t}.grad_fn is not None else None"),
+    "next_functions": Observable(
+        "grad_fn", _of("next_functions"),
+        lambda t: f"[f.name() if f is not None else None for f, _ in "
+                  f"{t}.grad_fn.next_functions] if {t}.grad_fn is not None else []"),
+    "version": Observable("version_counter", _of("version_counter"), lambda t: f"{t}._version"),
+    "retains_grad": Observable("retain_grad", _of("retains_grad"),
+                               lambda t: f"{t}.retains_grad"),
+}
+OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
 
 @kind
 class Observe(Kind):
     name = "observe"
+    weight = 20
+    doc = "record params.what of target: OBSERVABLES"
+    valued = True
+
+    def needs(self, s):
+        return list(self.caps) + [OBSERVABLES.get(s.params.get("what"), "core")]
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+        fields.param(s, path, "what", (str,), choices=TABLE)
+
+    def observed(self, s):
+        return s.target, s.params.get("what")
+
+    def run(self, x, s, ev, path):
+        value, dtype = TABLE[s.params["what"]].read(x.e, x.env[s.target])
+        ev.value, ev.dtype = plain(value), plain(dtype)
+
+    def render(self, s, path):
+        t, what = s.target, s.params["what"]
+        return [f"show({f'[{path}] {t}.{what}'!r}, {TABLE[what].expr(t)})"]
+
+    def draw(self, g, t=None, what=None):
+        """Draw an observation; `t` and `what` fix the tensor and the observable."""
+        t = t or g.pick("observe")
+        if t is None:
+            return False
+        if what is None:
+            what = g.weighted("observe what", self._observables(
+                g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
+                t.origin == "grad", t.stale, t.is_float))
+        g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
+        return True
+
+    @staticmethod
+    @functools.cache
+    def _observables(caps, unretained, has_next, engine_result, stale, is_float):
+        """The weighted observables worth drawing of a tensor with these properties."""
+        opts = [(w, n) for w, n in OBSERVE_WHAT if OBSERVABLES[w] in caps]
+        if unretained and "warnings" not in caps:
+            opts = [o for o in opts if o[0] != "grad"]
+        if not has_next:
+            opts = [o for o in opts if o[0] != "next_functions"]
+        if engine_result:   # torch's engine may write into its results (UNSPEC-3)
+            opts = [o for o in opts if o[0] != "version"]
+        if stale:   # torch answers from the stale grad_fn until it is regenerated
+            opts = [o for o in opts if o[0] not in ("grad", "retains_grad")]
+        if not is_float:
+            opts = [o for o in opts if o[0] in ("value", "is_leaf", "requires_grad",
+                                                 "dtype", "shape", "version")]
+        return tuple(opts)

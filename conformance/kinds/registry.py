@@ -6,25 +6,34 @@ everything about the kind:
 
     name, doc      the `op` field of its statements and a one-line description
     caps, weight   the engine capabilities it needs; how often the generator draws it
+    ends_segment   backward-like: a segment (conformance/judge/segments.py) ends after it
     check          validation of its fields (ProgramError naming the statement and the field)
     refs, binds    the names it reads and (re)binds; needs: the capabilities one statement needs
     run            how it runs on an engine (the executor hands it the run in progress)
     render         its lines in a standalone script (conformance/reports/render.py)
     draw           how it is drawn (the generator hands it the program being drawn)
+    open points    what spec/unspecified.md leaves open about its statements, for the
+                   comparator (conformance/judge/compare.py): backward_pass,
+                   assigns_grad, writes, aliases, shares_version, stored_grads,
+                   unversioned, observed, grad_hook
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
-them branches on a statement's op. ORDER is the language's canonical order of kinds (docs,
-listings); it is an explicit tuple, never import order, and the generator's draw order is its
-own explicit tuple (conformance/gen/).
+them branches on a statement's op. ORDER is the one order of kinds (listings and the
+generator's draw); it is an explicit tuple, never import order.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..lang.program import KINDS as LANGUAGE_KINDS
+
+# The kinds in the language's one order: listings, and the generator's statement draw, which
+# draws by weight in this order ("skip" before and "error" after, conformance/gen/order.py), so
+# a kind's place here is part of what the golden digests pin. A new kind goes at the end.
 ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
-    "requires_grad_", "retain_grad", "hook", "post_hook", "node_hook", "remove", "mode",
-    "grad_enabled", "backward", "backward_many", "grad", "set_grad", "observe",
+    "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
+    "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe",
 )
 
 
@@ -37,6 +46,15 @@ class Kind:
     weight: ClassVar[int] = 0           # draw weight (conformance/gen/)
     valued: ClassVar[bool] = False      # its Event records a value (observe, grad, ...)
     block: ClassVar[bool] = False       # it has a body of statements (grad-mode blocks)
+    in_place: ClassVar[bool] = False    # it rebinds its target: a failure leaves it bound
+    ends_segment: ClassVar[bool] = False    # backward-like: a segment ends after it
+    # what spec/unspecified.md leaves open (read by conformance/judge/compare.py only)
+    backward_pass: ClassVar[bool] = False   # it runs a backward pass: if it raises, no .grad
+    #                                         is compared until assigned again (UNSPEC-1)
+    assigns_grad: ClassVar[bool] = False    # it assigns its target's .grad (UNSPEC-1, -3)
+    writes: ClassVar[bool] = False          # it writes into its target's storage in place
+    aliases: ClassVar[bool] = False         # its result may share its target's storage
+    shares_version: ClassVar[bool] = False  # ... and shares its version counter (VER-4, -5)
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -55,6 +73,26 @@ class Kind:
     def check(self, s: Any, where: str) -> None:
         """Raise ProgramError (conformance/lang/program.py) for a malformed field."""
 
+    # ---- what spec/unspecified.md leaves open (the comparator) ----------------------------
+    def stored_grads(self, s: Any) -> list[tuple[str, str]]:
+        """(tensor, gradient) pairs: the tensor named `gradient` an engine may store as that
+        tensor's .grad, itself or a copy (UNSPEC-3)."""
+        return []
+
+    def unversioned(self, s: Any, shapes: list[Any] | None) -> bool:
+        """Whether the `_version` of what it binds is unspecified (VER-1, UNSPEC-3), given the
+        operand shapes its Event recorded (None: none recorded)."""
+        return False
+
+    def observed(self, s: Any) -> tuple[str | None, str]:
+        """A valued kind: the tensor its value shows an aspect of (None: no one tensor) and
+        the aspect (an observable, or a label for reports)."""
+        return None, self.name
+
+    def grad_hook(self, s: Any) -> str | None:
+        """The label of the hook calls it registers that show its target's .grad, if any."""
+        return None
+
     # ---- running, rendering, drawing ----------------------------------------------------
     def run(self, x: Any, s: Any, ev: Any, path: str) -> None:
         raise NotImplementedError(f"statement kind {self.name!r} cannot run")
@@ -62,12 +100,28 @@ class Kind:
     def render(self, s: Any, path: str) -> list[str]:
         raise NotImplementedError(f"statement kind {self.name!r} cannot be rendered")
 
+    def render_body(self, s: Any, path: str, body: list[str], bound: list[str]) -> list[str]:
+        """A block kind's lines after its header, given its body's lines (unindented) and the
+        names the body binds."""
+        return []
+
+    def render_done(self, s: Any, path: str) -> list[str]:
+        """Lines after the statement when it runs unguarded (a backward's end marker, which
+        ends the hook calls it made)."""
+        return []
+
+    def render_binds(self, s: Any) -> list[str]:
+        """The script names its lines bind: its binds, and any helper names."""
+        return self.binds(s)
+
     def draw(self, g: Any) -> bool:
         """Draw one statement of this kind into g; False when nothing fits."""
         return False
 
 
-KINDS: dict[str, Kind] = {}
+# The registry is the program language's table of kinds (conformance/lang/program.py reads
+# it to load programs and to ask what a statement needs); this package fills it.
+KINDS: dict[str, Kind] = LANGUAGE_KINDS
 
 
 def kind(cls: type[Kind]) -> type[Kind]:

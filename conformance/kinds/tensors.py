@@ -1,34 +1,319 @@
 """Statements that make tensors: leaves, op calls, views, indexing, detach and .data."""
 from __future__ import annotations
 
+from typing import Any
+
+from ..engines.torchlike import nest
+from ..lang import ops
+from ..lang.program import Stmt, index_of
+from ..lang.trace import plain
+from ..model import Storage, T, broadcast, copy_kw, index_shape, matmul_shape, view_options
+from ..model.tables import NUMBERS
+from . import fields, source
 from .registry import Kind, kind
+
+# the argument forms (conformance/lang/ops.py, FORMS) that cannot go without an op's settings
+STRICT_FORMS = ("exponent", "sizes", "dims", "dim")
+
+
+def check_op(s: Any, path: str, kind: str) -> ops.Op:
+    """params.fn is a row of the op table for statements of `kind`, and params.kw holds the
+    settings its argument form needs; the row."""
+    fn = fields.param(s, path, "fn", (str,))
+    try:
+        row = ops.lookup(kind, fn)
+    except ops.OpError:
+        fields.fail(path, "params.fn", f"unknown {kind} op {fn!r}")
+    fields.kw(s, path, row.kw if row.form in STRICT_FORMS else ())
+    return row
+
+
+def check_index(s: Any, path: str) -> None:
+    """params.index is an INDEX encoding (conformance/lang/program.py)."""
+    for i, item in enumerate(fields.param(s, path, "index", (list,))):
+        ok = (isinstance(item, int) and not isinstance(item, bool)) or (
+            isinstance(item, dict) and isinstance(item.get("slice"), list)
+            and len(item["slice"]) == 3)
+        if not ok:
+            fields.fail(path, f"params.index[{i}]", f"must be an int or a slice, got {item!r}")
 
 
 @kind
 class Leaf(Kind):
     name = "leaf"
+    weight = 8
+    doc = ("out = tensor(values, shape, dtype, requires_grad). params: values (flat list), "
+           "shape (list), dtype ('float32'|'float64'), requires_grad (bool)")
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.param(s, path, "values", (list,))
+        fields.param(s, path, "shape", (list,))
+        fields.param(s, path, "dtype", (str,))
+        fields.param(s, path, "requires_grad", (bool,), required=False)
+
+    def run(self, x, s, ev, path):
+        p = s.params
+        x.env[s.out] = x.e.leaf(p["values"], p["shape"], p["dtype"],
+                                bool(p.get("requires_grad", False)))
+
+    def render(self, s, path):
+        p = s.params
+        rg = ", requires_grad=True" if p.get("requires_grad") else ""
+        return [f"{s.out} = torch.tensor({nest(p['values'], p['shape'])!r}, "
+                f"dtype=torch.{p['dtype']}{rg})"]
+
+    def draw(self, g):
+        g.make_leaf()
+        return True
 
 
 @kind
 class Call(Kind):
     name = "call"
+    weight = 24
+    doc = ("out = fn(*args, **kw). params: fn (FUNCTIONS), kw (dict: dim, keepdim, exponent, "
+           "min, max)")
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.args(s, path, check_op(s, path, "call").arity)
+
+    def run(self, x, s, ev, path):
+        e, p = x.e, s.params
+        args = [x.val(a) for a in s.args]
+        if ops.ROWS[p["fn"]].version_open_1d:     # the comparator reads the shapes
+            try:
+                ev.shapes = [plain(list(e.shape(a))) for a in args]
+            except Exception:  # noqa: BLE001 - the call itself reports what is wrong
+                ev.shapes = None
+        x.env[s.out] = e.call(p["fn"], args, p.get("kw", {}))
+
+    def unversioned(self, s, shapes):
+        fn = s.params.get("fn")
+        row = ops.ROWS.get(fn) if isinstance(fn, str) else None
+        return row is not None and row.version_open_1d and any(
+            len(shape) == 1 for shape in (shapes or [[1]]))     # none recorded: the worst
+
+    def render(self, s, path):
+        p = s.params
+        return [f"{s.out} = "
+                f"{ops.source(ops.lookup('call', p['fn']), source.args(s.args), p.get('kw', {}))}"]
+
+    def draw(self, g):
+        fn = g.weighted("fn", g.call_fns)
+        a = g.pick("operand", lambda t: t.is_float) or g.make_leaf()
+        family = ops.ROWS[fn].family
+        if family == "binary":
+            drawn = self._draw_binary(g, fn, a)
+        elif family == "linalg":
+            drawn = self._draw_matmul(g, a)
+        elif family == "reduce":
+            drawn = self._draw_reduce(g, a)
+        else:
+            drawn = self._draw_unary(g, fn, a)
+        if drawn is None:
+            return False
+        args, inputs, saved, shape, dtype, kw, cl = drawn
+        rg_in = any(i.rg for i in inputs)
+        t = g.result(shape, dtype, inputs, saved if rg_in else [])
+        if t.node is not None:
+            t.node.holds = fn in ops.HOLDS
+            if fn in ops.SAVES_OUTPUT:
+                t.node.saved.append((t.storage, 0))
+        cl.insert(0, "GRAPH-1" if t.rg else ("GRAPH-2" if not rg_in else "MODE-1"))
+        if t.rg and any(i.leaf and i.has_grad for i in inputs):
+            cl += ["GRAPH-7", "FREE-6"]     # a new forward from leaves a backward reached
+        if rg_in and not g.grad_enabled:
+            cl.append("LEAF-3")
+        g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
+        return True
+
+    # The operands of a drawn call, per family: (args, inputs, saved storages, shape, dtype,
+    # kw, clauses), or None when nothing fits.
+    def _draw_binary(self, g, fn, a):
+        if g.boolean("number operand", 30):
+            num = g.choice("number", NUMBERS)
+            args = [num, a.name] if fn in ("sub", "div") and g.boolean(
+                "reflected", 30) else [a.name, num]
+            return args, [a], [], a.shape, a.dtype, {}, ["GRAPH-6"]
+        b = g.pick("other operand",
+                   lambda t: t.is_float and broadcast(a.shape, t.shape) is not None)
+        assert b is not None       # a itself always fits
+        shape = broadcast(a.shape, b.shape) or ()
+        cl, saved = [], []
+        if b is a:
+            cl.append("GRAPH-9")
+        if ops.ROWS[fn].saves == "other":
+            cl.append("VER-11")
+            if a.rg or (fn == "div" and b.rg):
+                saved.append(b.storage)
+            if b.rg:
+                saved.append(a.storage)
+        if (a.rg and a.shape != shape) or (b.rg and b.shape != shape):
+            cl.append("LEAF-8")
+        dtype = "float64" if "float64" in (a.dtype, b.dtype) else "float32"
+        return [a.name, b.name], [a, b], saved, shape, dtype, {}, cl
+
+    def _draw_matmul(self, g, a):
+        # matmul does not promote dtypes: mixed operands are a (non-spec) error
+        b = g.pick("matmul operand", lambda t: t.dtype == a.dtype and
+                   matmul_shape(a.shape, t.shape) is not None)
+        if b is None:
+            if not (1 <= a.ndim <= 2):
+                return None
+            k = a.shape[-1]
+            b = g.make_leaf(shape=g.choice("matmul shape", [(k,), (k, 2)]), dtype=a.dtype)
+        saved = ([b.storage] if a.rg else []) + ([a.storage] if b.rg else [])
+        dtype = "float64" if "float64" in (a.dtype, b.dtype) else "float32"
+        return ([a.name, b.name], [a, b], saved, matmul_shape(a.shape, b.shape) or (), dtype,
+                {}, ["VER-12"])
+
+    def _draw_reduce(self, g, a):
+        kw, shape = {}, ()
+        if a.ndim and g.boolean("reduce dim", 40):
+            dim = g.integer("dim", -a.ndim, a.ndim - 1)
+            keep = g.boolean("keepdim", 30)
+            kw = {"dim": dim, "keepdim": keep}
+            d = dim % a.ndim
+            shape = tuple(1 if i == d else s for i, s in enumerate(a.shape) if keep or i != d)
+        return [a.name], [a], [], shape, a.dtype, kw, ["VER-13"]
+
+    def _draw_unary(self, g, fn, a):
+        kw = self._draw_settings(g, ops.ROWS[fn])
+        if fn in ops.SAVES_INPUT:
+            return [a.name], [a], [a.storage], a.shape, a.dtype, kw, ["VER-9"]
+        cl = ["VER-10" if fn in ops.SAVES_OUTPUT else "VER-13"]
+        return [a.name], [a], [], a.shape, a.dtype, kw, cl
+
+    @staticmethod
+    def _draw_settings(g, row):
+        """The kw of an op whose settings the op table draws (an exponent, clamp bounds)."""
+        if "exponent" in row.draws:
+            return {"exponent": g.choice("exponent", row.draws["exponent"])}
+        if "bounds" in row.draws:
+            lo, hi = g.choice("clamp bounds", row.draws["bounds"])
+            return {"min": lo, "max": hi}
+        return {}
 
 
 @kind
 class View(Kind):
     name = "view"
+    weight = 7
+    doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
+    caps = ("views",)
+    aliases = shares_version = True     # reshape may copy (UNSPEC-3): counted as sharing
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.name(s, path, "target")
+        check_op(s, path, "view")
+
+    def run(self, x, s, ev, path):
+        x.env[s.out] = x.e.view(x.env[s.target], s.params["fn"], s.params.get("kw", {}))
+
+    def render(self, s, path):
+        p = s.params
+        return [f"{s.out} = "
+                f"{ops.source(ops.lookup('view', p['fn']), [s.target], p.get('kw', {}))}"]
+
+    def draw(self, g):
+        a = g.pick("view of", lambda t: t.is_float)
+        if a is None:
+            return False
+        fn, kw, shape = g.choice("view", view_options(a))
+        kw = copy_kw(kw)
+        copied = fn == "reshape" and not a.contiguous      # reshape copies then
+        noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
+        if copied:
+            t = g.result(shape, a.dtype, [a])
+        else:
+            t = g.add_view(a, shape, noncontig, fn == "expand")
+        g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),
+               ["GRAPH-10", "VER-13"] + (["GRAPH-1"] if t.rg else []))
+        return True
 
 
 @kind
 class Getitem(Kind):
     name = "getitem"
+    weight = 5
+    doc = "out = target[index]. params: index (INDEX encoding)"
+    caps = ("views",)
+    aliases = shares_version = True
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.name(s, path, "target")
+        check_index(s, path)
+
+    def run(self, x, s, ev, path):
+        x.env[s.out] = x.e.getitem(x.env[s.target], index_of(s.params["index"]))
+
+    def render(self, s, path):
+        return [f"{s.out} = {s.target}[{ops.index_source(s.params['index'])}]"]
+
+    def draw(self, g):
+        a = g.pick("index into", lambda t: t.is_float and t.ndim >= 1)
+        if a is None:
+            return False
+        index = g.draw_index(a)
+        noncontig = any(isinstance(i, dict) and i["slice"][2] for i in index) or len(index) > 1
+        t = g.add_view(a, index_shape(a.shape, index), noncontig, False)
+        g.emit(Stmt("getitem", out=t.name, target=a.name, params={"index": index}),
+               ["GRAPH-10"] + (["GRAPH-1"] if t.rg else []))
+        return True
 
 
 @kind
 class Detach(Kind):
     name = "detach"
+    weight = 3
+    doc = "out = target.detach()"
+    aliases = shares_version = True
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.name(s, path, "target")
+
+    def run(self, x, s, ev, path):
+        x.env[s.out] = x.e.detach(x.env[s.target])
+
+    def render(self, s, path):
+        return [f"{s.out} = {s.target}.detach()"]
+
+    def draw(self, g, data=False):
+        """Draw out = a.detach(), or with `data` out = a.data (its own storage in the model)."""
+        a = g.pick("detach", lambda t: t.is_float)
+        if a is None:
+            return False
+        name = g.fresh()
+        g.tensors[name] = T(name, a.shape, a.dtype, False, True,
+                            Storage() if data else a.storage,
+                            origin="data" if data else "detach", expanded=a.expanded,
+                            contiguous=a.contiguous)
+        g.emit(Stmt("data" if data else "detach", out=name, target=a.name),
+               ["VER-6", "INPLACE-5"] if data else ["LEAF-4", "VER-5"])
+        return True
 
 
 @kind
 class Data(Kind):
     name = "data"
+    weight = 2
+    doc = "out = target.data"
+    aliases = True                      # its own version counter (VER-6)
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        fields.name(s, path, "target")
+
+    def run(self, x, s, ev, path):
+        x.env[s.out] = x.e.data(x.env[s.target])
+
+    def render(self, s, path):
+        return [f"{s.out} = {s.target}.data"]
+
+    def draw(self, g):
+        return Detach.draw(self, g, data=True)

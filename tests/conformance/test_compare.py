@@ -244,3 +244,53 @@ def test_grad_aliasing_a_gradient_written_through_a_view_is_unspecified(torch_en
     for path in ("3", "8", "14"):
         e.by_path()[path].value = [9.0, 9.0]
     assert [d.path for d in compare(p, o, e)] == ["3", "8", "14"]
+
+
+def test_harness_errors_are_reported_never_compared_equal(torch_engine):
+    from tests.conformance.test_executor import malformed
+    refimpl = load_engine("refimpl")
+    for what, bad in malformed():
+        p = Program([leaf("x", [1.0, 2.0], [2]), obs("x", "grad"), bad, obs("x", "value")])
+        for engine in (torch_engine, refimpl):
+            o, e = execute(p, torch_engine), execute(p, engine)
+            assert [ev.error for ev in o.events] == [ev.error for ev in e.events]  # no OTHER
+            found = compare(p, o, e)
+            assert [(d.path, d.what) for d in found] == [("2", "harness")], what
+            assert str(found[0]).startswith(f"statement 2 ({bad.op}): harness error: "), what
+
+
+def test_harness_errors_come_first(torch_engine):
+    p = Program([leaf("x", [1.0, 2.0], [2]), obs("x", "value"), obs("x", "valu")])
+    o, e = traces(p, torch_engine)
+    e.events[1].value = [5.0, 5.0]
+    assert [d.what for d in compare(p, o, e)] == ["harness", "value"]
+
+
+def test_replay_of_a_harness_error_exits_3_with_one_line(capsys, tmp_path):
+    from conformance.cli import main
+    from tests.conformance.test_executor import malformed
+    for what, bad in malformed():
+        if what == "unknown op":        # no program file holds one: `replay` rejects it (2)
+            continue
+        path = tmp_path / "program.json"
+        path.write_text(Program([leaf("x", [1.0], [1]), bad]).dumps())
+        assert main(["replay", str(path), "--engine", "refimpl"]) == 3, what
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gradspec: could not judge: 1 "), lines
+        assert "harness error" in lines[0], lines
+
+
+def harness_source(seed: int, capabilities=None, size: int = 20) -> Program:
+    """A program source whose programs hold a statement gradspec cannot express."""
+    return Program([leaf("x", [1.0], [1]), obs("x", "valu", ["LEAF-1"])], seed=seed)
+
+
+def test_a_campaign_with_a_harness_error_exits_3(capsys, tmp_path):
+    from conformance.cli import main
+    code = main(["run", "--engine", "refimpl", "--count", "2", "--out", str(tmp_path),
+                 "--source", "tests.conformance.test_compare:harness_source", "--quiet",
+                 "--no-probe", "--no-shrink"])
+    out, err = capsys.readouterr()
+    assert code == 3, err
+    assert err.strip().splitlines()[-1].startswith("gradspec: could not judge 2 program(s)")
+    assert "harness error" in out

@@ -1,6 +1,7 @@
-"""Hand-written programs and deliberately broken adapters for the core tests (the generator is
-tested in test_generator.py), plus tests of the executor on them. Other conformance tests import this
-module as tests.conformance.test_executor; the CLI tests name its functions by import path.
+"""Hand-written programs and deliberately broken adapters for the core tests (the generator
+is tested in test_generator.py), plus tests of the executor on them. Other conformance tests
+import this module as tests.conformance.test_executor; the CLI tests name its functions by
+import path.
 """
 from __future__ import annotations
 
@@ -267,3 +268,36 @@ def test_newer_statements_run_on_torch():
     assert p.capabilities() == ["core", "node_hooks", "grad_fn", "grad_modes",
                                 "post_accumulate_hooks", "hooks"]
     assert compare(p, t, execute(p, load_engine("torch"))) == []
+
+
+def malformed() -> list[tuple[str, S]]:
+    """(what is wrong, statement): statements gradspec cannot express to any engine."""
+    return [
+        ("unknown observable", obs("x", "valu")),
+        ("unknown fn", S("call", out="y", args=["x"], params={"fn": "frobnicate"})),
+        ("unknown op", S("frobnicate", out="y", target="x")),
+        ("missing param", S("leaf", out="y", params={"values": [1.0], "shape": [1]})),
+        ("missing param", S("observe", target="x")),
+        ("unknown mode", S("mode", params={"mode": "no_grd"}, body=[obs("x", "value")])),
+    ]
+
+
+def test_malformed_statements_are_harness_errors_on_every_engine():
+    for what, bad in malformed():
+        p = Program([leaf("x", [1.0, 2.0], [2]), bad, obs("x", "value"), obs("y", "value")])
+        for name in ("torch", "refimpl"):
+            ev = execute(p, load_engine(name)).by_path()
+            assert ev["1"].status == "harness" and ev["1"].error is None, (what, name)
+            assert ev["1"].message.startswith("ProgramError: statement 1:") or \
+                ev["1"].message.startswith("HarnessError: statement 1:"), ev["1"].message
+            assert ev["2"].status == "ok"            # the program goes on
+            assert ev["3"].status == "skipped"       # nothing the statement binds is bound
+            assert all(e.status == "skipped" for e in ev.values() if e.path.startswith("1."))
+
+
+def test_harness_error_names_the_statement_and_the_field():
+    t = execute(Program([leaf("x", [1.0], [1]), obs("x", "valu")]), load_engine("torch"))
+    assert t.events[1].message == "ProgramError: statement 1: params.what: unknown what 'valu'"
+    t = execute(Program([S("leaf", out="y", params={"values": [1.0], "shape": [1]})]),
+                load_engine("torch"))
+    assert t.events[0].message == "ProgramError: statement 0: params.dtype: missing"

@@ -1,0 +1,307 @@
+"""Compare an engine's Trace with the oracle's, statement by statement.
+
+A statement gradspec could not express (status harness on either side, see
+conformance/judge/executor.py) is never compared: it is reported as a harness error, a
+Divergence whose `what` is HARNESS, which says the program could not be judged.
+
+What counts (spec/README.md and spec/unspecified.md):
+- outcome: ok or error, errors by kind and by the statement that raised; text after the prefix
+  is not compared (UNSPEC-5). Statements skipped on either side are not compared: the cause is
+  an earlier statement, reported there.
+- warning kinds listed in spec/errors.md, in order.
+- observed values and hook gradients, within the per-dtype TOLERANCES (UNSPEC-4).
+- hook calls: labels in call order.
+Left out on purpose:
+- `.grad` observed after a backward or autograd.grad that raised, until the tensor's `.grad` is
+  assigned again, and hook calls made by a statement that raised on both sides (UNSPEC-1);
+- the value and `_version` of a tensor once it was assigned to a `.grad` or passed as a
+  backward `gradient`, and of the views of it, since an engine may store it or a copy, and
+  accumulate into it or not; and the `.grad` it was assigned to, once that tensor or a view
+  of it is modified in place (UNSPEC-3);
+- the `_version` of gradients (results of autograd.grad, and views of them) and of `matmul`
+  results with a 1-D operand (VER-1, UNSPEC-3).
+What each statement does to these open points, the comparator asks its kind (the "open
+points" of conformance/kinds/registry.py) and, for a call, its row of the op table
+(`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..kinds import KINDS
+from ..lang.program import Program, Stmt
+from ..lang.trace import HARNESS, Event, Trace
+from .executor import names
+from .segments import UNIT
+
+# dtype -> (relative, absolute) tolerance; unknown dtypes get the float32 row. UNSPEC-4 fixes
+# one tolerance for every dtype (spec/README.md); the table lets the spec tighten float64.
+TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-5, 1e-6)}
+
+
+@dataclass
+class Divergence:
+    path: str                   # statement path ('3', '5.0'); '' for the whole program
+    op: str
+    what: str                   # outcome | warnings | value | hooks | harness | crash | timeout
+    #                             | internal
+    oracle: str                 # what the oracle did, in words
+    engine: str                 # what the engine did
+    clauses: list[str] = field(default_factory=list)
+    segment: str | None = None      # the id of the engine's unit that ran the statement, if any
+    localised_to: str | None = None     # where an eager replay first differs, or UNIT (both:
+    #                                     conformance/judge/segments.py); None: not replayed
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("segment", "localised_to"):
+            if d[k] is None:
+                del d[k]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Divergence:
+        return cls(**d)
+
+    def __str__(self) -> str:
+        if not self.path:   # crash, timeout, internal: the whole program
+            return f"program: {self.what}: {self.engine}"
+        where = f"statement {self.path} ({self.op})" if self.path else "program"
+        if self.what == HARNESS:    # gradspec's own failure: nothing was compared
+            return f"{where}: harness error: {self.engine}"
+        cites = f" [{', '.join(self.clauses)}]" if self.clauses else ""
+        return (f"{where}{self._unit()}: {self.what} differs{cites}\n  oracle: {self.oracle}\n"
+                f"  engine: {self.engine}")
+
+    def _unit(self) -> str:
+        """Where the statement's unit is, and what replaying it eagerly showed."""
+        text = f" in segment {self.segment}" if self.segment else ""
+        if self.localised_to == UNIT:
+            text += " (the eager replay does not diverge: only the unit does)"
+        elif self.localised_to is not None:
+            text += f" (the eager replay first differs at statement {self.localised_to})"
+        return text
+
+
+def close(a: Any, b: Any, dtype: str | None) -> bool:
+    """Equality with per-dtype tolerance for floats; exact for everything else."""
+    ta, tb = type(a), type(b)
+    if ta is float and tb is float and a == b:      # the common case: no tolerance needed
+        return True
+    if ta is list and tb is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=False):     # lengths checked
+            if not (type(x) is float and type(y) is float and x == y) \
+                    and not close(x, y, dtype):
+                return False
+        return True
+    return _close_scalar(a, b, dtype)
+
+
+def _close_scalar(a: Any, b: Any, dtype: str | None) -> bool:
+    if isinstance(a, list) and isinstance(b, list):     # list subclasses
+        return len(a) == len(b) and all(close(x, y, dtype) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None \
+            or isinstance(a, str) or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        rel, abs_ = TOLERANCES.get(dtype or "", TOLERANCES["float32"])
+        return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+    return False
+
+
+def outcome(ev: Event) -> str:
+    if ev.status == HARNESS:
+        return f"harness error ({ev.message})"
+    if ev.status == "error":
+        return f"raised {ev.error}" + (f" ({ev.message})" if ev.error == "OTHER" else "")
+    return ev.status
+
+
+def involved_clauses(program: Program, path: str) -> list[str]:
+    """The statement's clauses, its enclosing blocks', then those of earlier statements that
+    bound or acted on the tensors it uses (a backward slice), in program order."""
+    return _involved(_walk(program.statements), path)
+
+
+def _involved(flat: list[tuple[str, Stmt]], path: str) -> list[str]:
+    pos = next((i for i, (p, _) in enumerate(flat) if p == path), None)
+    if pos is None:
+        return []
+    stmt = flat[pos][1]
+    found: dict[str, None] = dict.fromkeys(stmt.clauses)
+    for p, s in flat[:pos]:
+        if path.startswith(p + "."):
+            found.update(dict.fromkeys(s.clauses))
+    seen = set(names(stmt)[0])
+    for _, s in reversed(flat[:pos]):
+        read, bound = names(s)
+        kind = KINDS.get(s.op)
+        if kind is None or (kind.valued and not bound):     # looks, changes nothing
+            continue
+        touched = set(bound) | ({s.target} if s.target else set())
+        if touched & seen:
+            found.update(dict.fromkeys(s.clauses))
+            seen |= set(read)
+    return list(found)
+
+
+def _walk(statements: list[Stmt]) -> list[tuple[str, Stmt]]:
+    """(path, stmt) for every statement, depth first: Program.walk, as a list."""
+    out: list[tuple[str, Stmt]] = []
+
+    def rec(stmts: list[Stmt], prefix: str) -> None:
+        for i, s in enumerate(stmts):
+            path = f"{prefix}{i}"
+            out.append((path, s))
+            if s.body:
+                rec(s.body, path + ".")
+    rec(statements, "")
+    return out
+
+
+def _grad_hooks(flat: list[tuple[str, Stmt]]) -> dict[str, str]:
+    """Hook label -> the tensor whose .grad its calls show (the kinds' grad_hook)."""
+    out: dict[str, str] = {}
+    for _, s in flat:
+        kind = KINDS.get(s.op)
+        label = kind.grad_hook(s) if kind is not None else None
+        if label is not None:
+            out[label] = s.target
+    return out
+
+
+def _hooks_text(calls: list[list[Any]]) -> str:
+    return "; ".join(f"{c[0]}({c[1]})" for c in calls) or "no hook calls"
+
+
+class _Unspecified:
+    """What spec/unspecified.md says not to compare, tracked statement by statement from what
+    the statement kinds say about it (conformance/kinds/registry.py, "open points")."""
+
+    def __init__(self) -> None:
+        self.after_error = False            # UNSPEC-1: a backward raised; no .grad compared ...
+        self.reset: set[str] = set()        # ... but those assigned since
+        self.group: dict[str, int] = {}     # name -> storage it may share with other names
+        self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
+        self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
+        self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
+        self.storages = itertools.count(1)
+
+    def grad(self, name: str | None) -> bool:
+        return (self.after_error and name not in self.reset) or name in self.lost
+
+    def value(self, name: str | None) -> bool:
+        return self.group.get(name or "") in self.stored
+
+    def version(self, name: str | None) -> bool:
+        return name in self.versionless or self.value(name)
+
+    def hides(self, aspect: str, name: str | None) -> bool:
+        """Whether an observation of `aspect` of tensor `name` is not to be compared."""
+        check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
+        return check is not None and check(name)
+
+    def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
+        if kind.backward_pass and "error" in (o.status, e.status):
+            self.after_error, self.reset = True, set()
+        if kind.assigns_grad and s.target:
+            self.reset.add(s.target)
+            self.lost.discard(s.target)
+        for tensor, gradient in kind.stored_grads(s):
+            g = self.group.setdefault(gradient, next(self.storages))
+            self.stored.setdefault(g, set()).add(tensor)
+        if kind.writes:
+            g = self.group.get(s.target or "")
+            if g in self.stored:            # a write to a gradient tensor or a view of it
+                self.lost.update(self.stored[g])
+            return
+        bound = kind.binds(s)
+        for name in bound:                  # a fresh tensor under an old name
+            self.group[name] = next(self.storages)
+            self.versionless.discard(name)
+        if kind.aliases and s.out and s.target in self.group:
+            self.group[s.out] = self.group[s.target]
+            if kind.shares_version and s.target in self.versionless:
+                self.versionless.add(s.out)
+        if kind.unversioned(s, o.shapes or e.shapes):
+            self.versionless.update(bound)
+
+
+def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
+    """Every divergence of `engine` from `oracle`, in program order; harness errors (the
+    statements gradspec could not express) first, since they leave the program unjudged."""
+    flat = _walk(program.statements)
+    stmts: dict[str, Stmt] = dict(flat)
+    grad_hooks = _grad_hooks(flat)
+    theirs = engine.by_path()
+    unspec = _Unspecified()
+    out: list[Divergence] = []
+
+    def diverge(ev: Event, what: str, o: str, e: str) -> None:
+        unit = (theirs.get(ev.path) or ev).segment
+        out.append(Divergence(ev.path, ev.op, what, o, e, _involved(flat, ev.path), unit))
+
+    def same_call(c: list[Any], d: list[Any]) -> bool:
+        if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
+            return True                     # a post hook's view of an unspecified .grad
+        return close(c[1], d[1], c[2] or d[2])
+
+    for o in oracle.events:
+        e = theirs.get(o.path)
+        s = stmts.get(o.path)
+        if e is None or s is None:
+            diverge(o, "outcome", outcome(o), "statement not run")
+            continue
+        ost, est = o.status, e.status
+        if ost == HARNESS or est == HARNESS:    # gradspec's failure, never the engine's
+            diverge(o, HARNESS, outcome(o), o.message if ost == HARNESS else e.message)
+            continue
+        if ost == "skipped" or est == "skipped":
+            continue
+        if ost != est or o.error != e.error:
+            diverge(o, "outcome", outcome(o), outcome(e))
+        elif o.warnings != e.warnings:
+            diverge(o, "warnings", ", ".join(o.warnings) or "none",
+                    ", ".join(e.warnings) or "none")
+        if (o.hooks or e.hooks) and not ost == est == "error":  # UNSPEC-1: hooks before an
+            if [c[0] for c in o.hooks] != [c[0] for c in e.hooks] or not all(   # error
+                    same_call(c, d) for c, d in zip(o.hooks, e.hooks, strict=True)):
+                diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
+        kind = KINDS[s.op]
+        if ost == est == "ok" and kind.valued:
+            _compare_value(s, kind, o, e, unspec, diverge)
+        unspec.update(s, kind, o, e)
+    return harness_errors(out) + [d for d in out if d.what != HARNESS]
+
+
+def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: _Unspecified,
+                   diverge: Any) -> None:
+    """A valued statement's observation, unless what it shows is left open."""
+    tensor, aspect = kind.observed(s)
+    if unspec.hides(aspect, tensor):
+        return
+    if not close(o.value, e.value, o.dtype or e.dtype):
+        label = aspect if tensor is None else f"{tensor}.{aspect}"
+        diverge(o, "value", f"{label} = {o.value!r}", f"{label} = {e.value!r}")
+
+
+def harness_errors(found: list[Divergence]) -> list[Divergence]:
+    """The harness errors among divergences: gradspec's own failures, not the engine's."""
+    return [d for d in found if d.what == HARNESS]
+
+
+def is_harness(entry: dict[str, Any]) -> bool:
+    """Whether a campaign's entry for a divergent program (report.json) is a harness error,
+    which nothing (an expected-failure entry, the oracle's age) may excuse."""
+    return entry.get("what") == HARNESS

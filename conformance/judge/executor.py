@@ -1,0 +1,158 @@
+"""Run a program (conformance/lang/program.py) on an Engine, statement by statement, into a
+Trace (conformance/lang/trace.py).
+
+The executor is a loop over the statement kinds (conformance/kinds): each statement's kind
+checks its fields, then runs it on the engine. The executor never raises for what the engine
+does: each statement's Event says ok, error (with the spec error kind, spec/errors.md),
+skipped (it names a tensor that an earlier failed or skipped statement would have bound) or
+harness (its kind's check, or the kind itself, says gradspec cannot express it to an engine: a
+HarnessError, never counted as the engine's error). Events hold the observation, the warning
+kinds emitted and the hook calls made while the statement ran, in call order.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..engines.base import Engine
+from ..kinds import KINDS
+from ..lang.program import HarnessError, Program, Stmt, index_of
+from ..lang.trace import HARNESS, OTHER, Event, Trace, plain
+from . import segments
+
+VALUED = tuple(name for name, k in KINDS.items() if k.valued)   # kinds whose Event has a value
+
+__all__ = ["HARNESS", "OTHER", "VALUED", "Event", "HarnessError", "Trace", "binds", "execute",
+           "index_of", "names", "plain", "refs"]
+
+
+def refs(s: Stmt) -> list[str]:
+    """Names a statement reads (tensors or hook handles), in order."""
+    return KINDS[s.op].refs(s)
+
+
+def binds(s: Stmt) -> list[str]:
+    """Names a statement (re)binds."""
+    return KINDS[s.op].binds(s)
+
+
+def _message(exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
+class _Run:
+    """A program running on an engine: what the statement kinds' `run` is handed."""
+
+    def __init__(self, engine: Engine):
+        self.e = engine
+        self.env: dict[str, Any] = {}
+        self.dead: set[str] = set()
+        self.trace = Trace(engine.name, engine.version, engine.device)
+        self.current: Event | None = None
+        # the warnings recorded while the program runs (execute); each statement takes, and
+        # removes, those emitted since it began, so a block's are its own, not its body's
+        self.caught: list[warnings.WarningMessage] = []
+
+    def log(self, label: str, t: Any) -> None:
+        """A hook call, logged into the event of the statement running when it is called."""
+        if self.current is None:
+            return
+        if t is None:
+            self.current.hooks.append([label, None, None])
+        else:
+            self.current.hooks.append([label, plain(self.e.to_list(t)), plain(self.e.dtype(t))])
+
+    def val(self, a: Any) -> Any:
+        """An operand: a name's tensor, or a number as itself."""
+        return self.env[a] if isinstance(a, str) else a
+
+    def block(self, stmts: list[Stmt], prefix: str) -> None:
+        for i, s in enumerate(stmts):
+            self.stmt(s, f"{prefix}{i}")
+
+    def stmt(self, s: Stmt, path: str) -> None:
+        ev = Event(path, s.op)
+        self.trace.events.append(ev)
+        kind = KINDS.get(s.op)
+        try:
+            if kind is None:
+                raise HarnessError(f"statement {path}: unknown op {s.op!r}")
+            kind.check(s, path)
+            names = kind.refs(s)
+        except HarnessError as exc:
+            self._harness(s, ev, exc)
+            return
+        dead, env = self.dead, self.env
+        for n in names:
+            if n in dead or n not in env:
+                ev.status = "skipped"
+                dead.update(kind.binds(s))
+                self._skip_body(s, path)
+                return
+        self.current = ev
+        caught = self.caught
+        start = len(caught)
+        try:
+            kind.run(self, s, ev, path)
+        except HarnessError as exc:
+            ev.status, ev.message = HARNESS, _message(exc)
+        except Exception as exc:  # the engine's errors are data
+            ev.status = "error"
+            ev.error = self.e.classify_error(exc) or OTHER
+            ev.message = _message(exc)
+        self.current = None
+        if len(caught) > start:
+            ev.warnings = [k for k in (self.e.classify_warning(w.message, w.category)
+                                       for w in caught[start:]) if k]
+            del caught[start:]
+        if ev.status == "ok":
+            if dead:
+                dead.difference_update(kind.binds(s))
+        elif not kind.in_place:     # a failed in-place op leaves its target bound
+            dead.update(kind.binds(s))
+
+    def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
+        """A statement gradspec cannot express: recorded as such; it binds nothing, and its
+        body is not run."""
+        ev.status, ev.message = HARNESS, _message(exc)
+        kind = KINDS.get(s.op)
+        if kind is None or not kind.in_place:
+            self.dead.update(names(s)[1])
+        self._skip_body(s, ev.path)
+
+    def _skip_body(self, s: Stmt, path: str) -> None:
+        for i, b in enumerate(s.body):
+            bp = f"{path}.{i}"
+            self.trace.events.append(Event(bp, b.op, status="skipped"))
+            self.dead.update(names(b)[1])
+            self._skip_body(b, bp)
+
+
+def names(s: Stmt) -> tuple[list[str], list[str]]:
+    """The names a statement reads and binds, as far as it says: one gradspec cannot express
+    (no kind, malformed fields) reads nothing and binds at most its `out`."""
+    kind = KINDS.get(s.op)
+    try:
+        if kind is not None:
+            return kind.refs(s), [n for n in kind.binds(s) if isinstance(n, str)]
+    except Exception:  # noqa: BLE001 - a malformed statement
+        pass
+    return [], [s.out] if isinstance(s.out, str) else []
+
+
+def execute(program: Program, engine: Engine) -> Trace:
+    """Run `program` on `engine`; never raises for what the engine does. An engine whose
+    granularity is not "statement" is handed the program one segment at a time
+    (conformance/judge/segments.py)."""
+    run = _Run(engine)
+    with warnings.catch_warnings(record=True) as run.caught:
+        warnings.simplefilter("always")
+        if engine.granularity == "statement":
+            run.block(program.statements, "")
+        else:
+            segments.run(run, program.statements, engine.granularity)
+    # The hooks the program registered hold the run, which holds the tensors: a cycle that
+    # only the garbage collector would free. Dropping the names frees them now.
+    run.env.clear()
+    return run.trace

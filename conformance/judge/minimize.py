@@ -1,0 +1,110 @@
+"""Shrink a divergent program to a small one that still diverges the same way.
+
+Delta debugging (Zeller's ddmin) over statements: try dropping chunks, halving the chunk size
+when nothing can go. Dropping a statement also drops every later statement that uses a name
+only it bound (`prune`), so each candidate is a valid program. Grad-mode bodies are shrunk the
+same way after the top level. Used by `gradspec run` before a divergence is written out.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..engines.base import Engine
+from ..kinds import KINDS
+from ..lang.program import Program, Stmt
+from .compare import Divergence, compare
+from .executor import execute, names
+
+
+def prune(stmts: list[Stmt], bound: set[str] | None = None) -> list[Stmt]:
+    """Drop statements that use names nothing earlier binds, and grad-mode blocks left empty."""
+    bound = set() if bound is None else bound
+    out: list[Stmt] = []
+    for s in stmts:
+        read, binds = names(s)
+        if not all(n in bound for n in read):
+            continue
+        if s.op in KINDS and KINDS[s.op].block:
+            body = prune(s.body, bound)
+            if not body:
+                continue
+            s = replace(s, body=body)
+        bound.update(binds)
+        out.append(s)
+    return out
+
+
+def signature(d: Divergence) -> tuple[str, str]:
+    """What must stay the same while shrinking: the kind of difference and the statement op."""
+    return (d.what, d.op)
+
+
+def diverges_like(oracle: Engine, engine: Engine, target: Divergence
+                  ) -> Callable[[Program], bool]:
+    def test(p: Program) -> bool:
+        found = compare(p, execute(p, oracle), execute(p, engine))
+        return any(signature(d) == signature(target) for d in found)
+    return test
+
+
+def _ddmin(items: list[Stmt], build: Callable[[list[Stmt]], Program],
+           test: Callable[[Program], bool]) -> list[Stmt]:
+    n = 2
+    while len(items) >= 2:
+        chunk = -(-len(items) // n)
+        reduced = False
+        for start in range(0, len(items), chunk):
+            candidate = prune(items[:start] + items[start + chunk:])
+            if len(candidate) < len(items) and test(build(candidate)):
+                items, n, reduced = candidate, max(n - 1, 2), True
+                break
+        if not reduced:
+            if n >= len(items):
+                break
+            n = min(2 * n, len(items))
+    return items
+
+
+class _Budget(Exception):
+    pass
+
+
+def minimize(program: Program, test: Callable[[Program], bool], max_tests: int = 400,
+             max_seconds: float = 10.0) -> Program:
+    """The smallest program found that still passes `test` (the input if none is smaller)."""
+    deadline = time.monotonic() + max_seconds
+    count = 0
+    last_good: list[Stmt] = list(program.statements)   # kept if the budget runs out
+
+    def limited(p: Program) -> bool:
+        nonlocal count, last_good
+        count += 1
+        if count > max_tests or time.monotonic() > deadline:
+            raise _Budget
+        ok = test(p)
+        if ok:
+            last_good = p.statements
+        return ok
+
+    def build_top(stmts: list[Stmt]) -> Program:
+        return Program(stmts, seed=program.seed, meta=dict(program.meta))
+
+    best = list(program.statements)
+    try:
+        best = _ddmin(best, build_top, limited)
+        k = 0
+        while k < len(best):
+            if best[k].op in KINDS and KINDS[best[k].op].block and len(best[k].body) >= 2:
+                def with_body(body: list[Stmt], k: int = k, top: list[Stmt] = best
+                              ) -> list[Stmt]:
+                    return prune(top[:k] + [replace(top[k], body=body)] + top[k + 1:])
+                body = _ddmin(best[k].body, lambda b: build_top(with_body(b)), limited)
+                best = with_body(body)
+            k += 1
+    except _Budget:
+        best = last_good
+    result = build_top(best)
+    result.meta["minimized_from"] = sum(1 for _ in program.walk())
+    return result

@@ -1,0 +1,87 @@
+"""What running a program on an engine recorded, as plain data: a Trace of Events.
+
+One Event per statement, in execution order, says what happened: ok, error (with the spec
+error kind, spec/errors.md, or OTHER), skipped (it names a tensor that an earlier failed or
+skipped statement would have bound) or harness (gradspec could not express the statement to
+the engine: conformance.lang.program.HarnessError; never the engine's doing). It holds the
+observation, the warning kinds emitted and the hook calls made while the statement ran, in
+call order. A Trace is plain JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .program import KINDS
+
+OTHER = "OTHER"     # the error kind of an exception that matches no kind in spec/errors.md
+HARNESS = "harness"  # the status of a statement gradspec could not express to an engine
+
+
+def plain(v: Any) -> Any:
+    """An adapter's answer as JSON data: a wrong type becomes a string that compares unequal,
+    never an exception that would end the run."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if hasattr(v, "tolist"):            # numpy / cupy arrays and scalars
+        return plain(v.tolist())
+    return f"<{type(v).__name__}>"
+
+
+def valued(op: str) -> bool:
+    """Whether the Event of a statement of this op records a value (observe, grad, ...)."""
+    kind = KINDS.get(op)
+    return kind is not None and kind.valued
+
+
+@dataclass
+class Event:
+    path: str
+    op: str
+    status: str = "ok"                  # ok | error | skipped | harness
+    error: str | None = None            # spec error kind, or OTHER
+    message: str | None = None          # "Type: first line" of the error, for people only
+    warnings: list[str] = field(default_factory=list)
+    value: Any = None                   # what an observe (or grad) statement saw
+    dtype: str | None = None            # dtype of a tensor-valued observation (tolerances)
+    hooks: list[list[Any]] = field(default_factory=list)  # [label, grad, dtype], call order
+    shapes: list[Any] | None = None     # operand shapes of a matmul (the comparator: VER-1)
+    segment: str | None = None          # id of the unit that ran it (judge/segments.py), if any
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
+        for k in ("error", "message", "dtype", "shapes", "segment"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        for k in ("warnings", "hooks"):
+            if getattr(self, k):
+                d[k] = getattr(self, k)
+        if valued(self.op):
+            d["value"] = self.value
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Event:
+        return cls(**d)
+
+
+@dataclass
+class Trace:
+    engine: str
+    version: str
+    device: str
+    events: list[Event] = field(default_factory=list)
+
+    def by_path(self) -> dict[str, Event]:
+        return {e.path: e for e in self.events}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version, "device": self.device,
+                "events": [e.to_json() for e in self.events]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Trace:
+        return cls(d["engine"], d["version"], d["device"],
+                   [Event.from_json(e) for e in d["events"]])
