@@ -1,1 +1,15 @@
-"""See docs/ARCHITECTURE.md for what this layer holds."""
+"""What the generator believes about the tensors of a program being drawn: storages, backward
+nodes and tensors (tensors.py), shape rules (shapes.py), the backward graph and what a pass
+raises (graph.py), in-place writes (inplace.py), clause tagging (clauses.py) and the grids
+and weights programs are drawn from (tables.py). Pure logic: no chooser, no statements."""
+from __future__ import annotations
+
+from .clauses import backward_clauses, observe_clauses
+from .graph import after_backward, needed, predict, reach
+from .inplace import apply_inplace, inplace_ok, leaf_rg_view
+from .shapes import broadcast, copy_kw, index_shape, matmul_shape, numel, view_options
+from .tensors import Node, Storage, T
+
+__all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
+           "broadcast", "copy_kw", "index_shape", "inplace_ok", "leaf_rg_view", "matmul_shape",
+           "needed", "numel", "observe_clauses", "predict", "reach", "view_options"]

@@ -146,7 +146,8 @@ def test_programs_are_mostly_valid_and_errors_deliberate():
 
 def test_clause_tags_are_spec_clauses_and_cover_the_spec():
     spec = load_spec()
-    tagged = collections.Counter(c for p in programs() for c in p.clauses())
+    # rare clauses (HOOK-14: hooks of two leaves ready at once) need a few hundred programs
+    tagged = collections.Counter(c for s in range(600) for c in program_for_seed(s).clauses())
     assert set(tagged) <= set(spec.clauses)
     unspec = {c for c in spec.clauses if c.startswith("UNSPEC-")}
     never = set(spec.clauses) - set(tagged) - unspec - set(NOT_GENERATED)

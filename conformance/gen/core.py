@@ -1,0 +1,366 @@
+"""The drawing loop, and the helpers that statement kinds and error moves draw with.
+
+A `Gen` is one program being drawn: the model of its tensors (conformance/model/) and the
+statements so far. Each step draws an entry of DRAW_ORDER (order.py) by weight, among those the
+engine's capabilities allow, and hands the Gen to the kind's `draw` (conformance/kinds/) or,
+for "error", to the deliberate error moves (errors.py). A draw that finds nothing to act on
+returns False, and the step draws a fresh leaf instead.
+
+Programs are mostly valid by construction: only operands that fit are drawn. The model
+predicts which statements raise (program.meta["expect"], for people and for the generator's
+tests), so that nothing later refers to a name a failed statement would have bound. Each
+statement is tagged with the clause IDs it exercises, and only with clauses whose `requires`
+(spec metadata) the capabilities cover.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import model
+from ..lang import ops
+from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
+from ..lang.program import Program, Stmt
+from ..model import Node, Storage, T
+from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, RETAIN_GRAPH, SHAPES, VALUES
+from . import errors
+from .order import blocked_clauses, draw_functions, statement_draw
+from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
+
+# Generator vocabulary versions: the ops a version draws are the op table's rows with `since`
+# at most that version (conformance/lang/ops.py), so a seed drawn at an older version gives
+# the same program byte for byte after ops are added. `gradspec run` draws the newest.
+VOCABULARIES = (1, 2)
+GENERATOR_VERSION = VOCABULARIES[-1]
+ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
+                    "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
+                    "grad_modes", "retain_graph", "warnings", "backward_inputs")
+# Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
+NOT_GENERATED: dict[str, str] = {
+    "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
+    "INPLACE-11": "rebinding a Python name: a program binds each name once",
+}
+
+_LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
+
+
+class Gen:
+    """One program being drawn: the model of its tensors and the statements so far.
+
+    `choice`, `boolean`, `weighted` and `integer` draw from the chooser (strategies.py); the
+    other methods are what statement kinds and error moves share."""
+
+    def __init__(self, ch: Chooser, caps: Iterable[str], size: int,
+                 vocabulary: int = GENERATOR_VERSION):
+        if vocabulary not in VOCABULARIES:
+            raise ValueError(f"unknown generator vocabulary {vocabulary!r} (known: "
+                             f"{', '.join(map(str, VOCABULARIES))})")
+        self.ch = ch
+        self.vocabulary = vocabulary
+        self.call_fns, self.inplace_fns = _op_draws(vocabulary)
+        self.caps = frozenset(caps)
+        self.size = size
+        self.tensors: dict[str, T] = {}
+        self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)
+        self.counter = 0
+        self.grad_enabled = True
+        self.depth = 0
+        self.out: list[Stmt] = []
+        self.dtype = "float64"
+        self.expect: dict[int, str] = {}
+        self.emitted = 0
+        self.choice, self.boolean, self.weighted, self.integer = draws(ch)
+        self._blocked = blocked_clauses(self.caps)
+        self._statements = (statement_draw(self.caps, False), statement_draw(self.caps, True))
+        self._draws = draw_functions()
+
+    # ---- names, statements, tensors ----------------------------------------------------------
+    def has(self, *caps: str) -> bool:
+        return self.caps.issuperset(caps)
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def tags(self, clauses: Iterable[str]) -> list[str]:
+        """The clauses, first occurrence each, less those the capabilities cannot exercise."""
+        blocked = self._blocked
+        if blocked:
+            return list(dict.fromkeys(c for c in clauses if c not in blocked))
+        return list(dict.fromkeys(clauses))
+
+    def emit(self, stmt: Stmt, clauses: Iterable[str] = (), expect: str | None = None) -> Stmt:
+        """Append stmt; `expect` is the error kind the model predicts it raises."""
+        stmt.clauses = self.tags(clauses)
+        self.out.append(stmt)
+        self.emitted += 1
+        if expect:
+            self.expect[id(stmt)] = expect
+        return stmt
+
+    def live(self, pred: Callable[[T], bool] | None = None) -> list[T]:
+        """The tensors a statement may still name, those that satisfy pred."""
+        if pred is None:
+            return [t for t in self.tensors.values() if not t.hidden]
+        return [t for t in self.tensors.values() if not t.hidden and pred(t)]
+
+    def pick(self, label: str, pred: Callable[[T], bool] | None = None) -> T | None:
+        """One of the live tensors that satisfy pred, or None when none does."""
+        cands = self.live(pred)
+        return self.choice(label, cands) if cands else None
+
+    def ok_kind(self, kind: str | None) -> bool:
+        """A natural error of this kind may be left in the program (errors.NATURAL_ERROR_CAPS)."""
+        cap = errors.NATURAL_ERROR_CAPS.get(kind or "")
+        return kind is None or cap is None or cap in self.caps
+
+    def draw_values(self, n: int, dtype: str) -> list[float | int]:
+        """n leaf values: small ints for int64, else from the VALUES grid."""
+        if dtype == "int64":
+            return [self.integer("int value", -3, 3) for _ in range(n)]
+        choice = self.choice
+        return [choice("value", VALUES) for _ in range(n)]
+
+    def make_leaf(self, shape: tuple[int, ...] | None = None, dtype: str | None = None,
+                  rg: bool | None = None, hidden: bool = False) -> T:
+        """Emit a fresh leaf; what is not given is drawn. A hidden leaf is never used again
+        (a gradient a result may alias)."""
+        if shape is None:
+            shape = self.choice("leaf shape", SHAPES)
+        if dtype is None:
+            dtype = self.weighted("leaf dtype", LEAF_DTYPES[self.dtype])
+        if rg is None:
+            rg = self.boolean("leaf requires_grad", 65)
+        self.counter += 1
+        name = f"t{self.counter}"
+        values = self.draw_values(model.numel(shape), dtype)
+        self.emit(Stmt("leaf", out=name, params={"values": values, "shape": list(shape),
+                                                  "dtype": dtype, "requires_grad": rg}),
+                  (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
+        t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
+              hidden=hidden)
+        self.tensors[name] = t
+        return t
+
+    def const(self, shape: tuple[int, ...], dtype: str) -> str:
+        """A fresh gradient or grad_outputs tensor; hidden, for results may alias it."""
+        return self.make_leaf(shape=shape, dtype=dtype, rg=False, hidden=True).name
+
+    def rg_tensor(self, label: str, pred: Callable[[T], bool] | None = None) -> T:
+        """An existing tensor that requires grad, or a fresh leaf that does."""
+        t = self.pick(label, lambda t: t.rg and t.is_float and (pred is None or pred(t)))
+        return t if t is not None else self.make_leaf(rg=True)
+
+    def result(self, shape, dtype, inputs: list[T], saved=(), origin="op") -> T:
+        """The model of an op's result: it requires grad if an input does, under grad mode."""
+        self.counter += 1
+        name = f"t{self.counter}"
+        any_rg = False
+        for i in inputs:
+            if i.rg:
+                any_rg = True
+                break
+        rg = self.grad_enabled and any_rg
+        t = T(name, tuple(shape), dtype, rg, not rg, Storage(),
+              origin=origin if rg or not any_rg else "no_grad")
+        if rg:
+            t.node = Node(parents=[i.node for i in inputs if i.rg and i.node is not None],
+                          saved=[(s, s.version) for s in saved])
+        self.tensors[name] = t
+        return t
+
+    def add_view(self, a: T, shape: tuple[int, ...], noncontig: bool, expanded: bool) -> T:
+        """The model of a view of a (sharing its storage) with the given shape."""
+        base = a.base or a
+        t = self.result(shape, a.dtype, [a], origin="view")
+        t.storage = a.storage
+        t.made_at = a.storage.version
+        t.base = base
+        base.views.append(t)
+        t.nograd_view = a.nograd_view or not self.grad_enabled
+        t.of_leaf_rg = a.of_leaf_rg or (base.leaf and base.rg)
+        t.expanded = a.expanded or expanded
+        t.contiguous = a.contiguous and not noncontig and not t.expanded
+        return t
+
+    def draw_index(self, a: T) -> list[Any]:
+        """An index into a (INDEX encoding): one or two ints or slices."""
+        index: list[Any] = []
+        for d in range(self.integer("index dims", 1, min(2, a.ndim))):
+            n = a.shape[d]
+            if self.boolean("index is int", 50):
+                index.append(self.integer("index", -n, n - 1))
+            else:
+                start = self.integer("slice start", 0, n - 1)
+                step = self.choice("slice step", [None, 2])
+                index.append({"slice": [start, None, step]})
+        return index
+
+    def inplace_ok(self, t: T) -> bool:
+        return model.inplace_ok(t, self.grad_enabled)
+
+    def apply_inplace(self, t: T, args: list[T], saved_out: bool,
+                      setitem: bool = False, holds: bool = False) -> list[str]:
+        """Update the model for an in-place op on t; return the clauses it exercises."""
+        return model.apply_inplace(self.tensors.values(), self.grad_enabled, t, args,
+                                   saved_out, setitem, holds)
+
+    def set_requires_grad(self, t: T, value: bool) -> None:
+        """Emit t.requires_grad_(value) on a leaf and update the model."""
+        if value:
+            # torch keeps the accumulator old graphs hold: they accumulate into t again
+            t.rg, t.node = True, t.old_node or Node(leaf=True)
+            t.node.frozen, t.old_node = False, None
+        else:
+            # old graphs keep t's accumulator but write no .grad (LEAF-16); an in-place
+            # write of a value that requires grad makes them raise (INPLACE-15)
+            if t.node is not None:
+                t.node.frozen, t.old_node = True, t.node
+            t.rg, t.node = False, None
+        self.emit(Stmt("requires_grad_", target=t.name, params={"value": value}),
+                  ["LEAF-11", "LEAF-2"] + (["LEAF-16"] if t.old_node is not None else []))
+
+    def call1(self, a: T, fn: str, args: list[Any], kw: dict[str, Any],
+              cl: list[str]) -> T:
+        """Emit out = fn(a, *args) for a unary op or an op with a number; model what it saves."""
+        saved = [a.storage] if fn in SAVES_INPUT else []
+        y = self.result(a.shape, a.dtype, [a], saved)
+        if y.node is not None:
+            y.node.holds = fn in HOLDS
+            if fn in SAVES_OUTPUT:
+                y.node.saved.append((y.storage, 0))
+        self.emit(Stmt("call", out=y.name, args=[a.name, *args], params={"fn": fn, "kw": kw}),
+                  ["GRAPH-1", *cl])
+        return y
+
+    def sum_of(self, t: T) -> T:
+        """Emit s = t.sum()."""
+        s = self.result((), t.dtype, [t])
+        self.emit(Stmt("call", out=s.name, args=[t.name], params={"fn": "sum", "kw": {}}),
+                  ["GRAPH-1", "VER-13"])
+        return s
+
+    # ---- backward ----------------------------------------------------------------------------
+    def backward_clauses(self, nodes: list[Node], kind: str | None) -> list[str]:
+        # a node has tensor hooks exactly when a handle that is no post hook names it
+        hooked = [n for n, post in self.handles.values() if not post]
+        return model.backward_clauses(self.live(), nodes, kind, hooked)
+
+    def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None):
+        model.after_backward(self.live(), nodes, retain, inputs)
+
+    def draw_retain(self) -> bool | None:
+        if "retain_graph" not in self.caps:
+            return None
+        return self.weighted("retain_graph", RETAIN_GRAPH)
+
+    def emit_backward(self, root: T, gradient: list[Any], retain: Any = "draw",
+                      inputs: list[T] | None = None, kind: str | None = None) -> bool:
+        """Emit root.backward(...) and update the model; `kind` is the deliberate error it
+        raises (its clause is added), else the model predicts what it raises."""
+        nodes = model.reach([root.node])
+        predicted = model.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
+        retain = self.draw_retain() if retain == "draw" else retain
+        if inputs is None and "backward_inputs" in self.caps and self.boolean(
+                "backward inputs", 20):
+            leaves = [u for u in self.live(lambda u: u.leaf and u.rg and u.node is not None)
+                      if u.node in nodes]
+            if leaves:
+                inputs = [self.choice("input", leaves)]
+        params: dict[str, Any] = {"retain_graph": retain}
+        if inputs:
+            params["inputs"] = [u.name for u in inputs]
+            nodes = model.needed([root.node], inputs)
+            predicted = model.predict(nodes) if predicted != "NO_GRAD_FN" else predicted
+        cl = self.backward_clauses(nodes, predicted)
+        cl += ["FREE-2"] if retain else ["FREE-1"]
+        if retain is None:
+            cl.append("FREE-7")
+        if gradient:
+            cl.append("API-2")
+        if root.leaf:
+            cl.append("API-5")
+        if inputs:
+            cl.append("API-11")
+        if kind:
+            cl.append(errors.ERROR_CLAUSE[kind])
+        self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
+                  kind or predicted)
+        if predicted is None and kind is None:
+            self.after_backward(nodes, retain, inputs or None)
+        return True
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def step(self, in_block: bool = False) -> None:
+        """Draw one statement kind and let it draw (a leaf when it finds nothing to act on)."""
+        move = self.weighted("statement", self._statements[in_block and self.depth >= 2])
+        if move != "skip" and not self._draws[move](self):
+            self.make_leaf()
+
+    def run(self) -> Program:
+        self.dtype = self.weighted("program dtype", PROGRAM_DTYPES)
+        for _ in range(self.integer("initial leaves", 1, 3)):
+            self.make_leaf()
+        # A step may emit several statements, or none ("skip", reached only by shrinking).
+        # RandomChooser fills the program to its size; under Hypothesis the number of steps
+        # is a draw, so that shrinking can cut the tail and skip steps in the middle.
+        if getattr(self.ch, "fills", False):
+            steps = 0
+            while self.emitted < self.size and steps < 3 * self.size:
+                self.step()
+                steps += 1
+        else:
+            for _ in range(self.integer("steps", 1, self.size)):
+                self.step()
+        # Clauses were tagged as statements were emitted (tags: only those the capabilities
+        # cover). The model's predictions, for people reading a program and for the
+        # generator's tests; the comparison never uses them (the oracle decides).
+        return Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
+                                       "capabilities": sorted(self.caps),
+                                       "expect": self._expected(self.out, "")})
+
+    def _expected(self, stmts: list[Stmt], prefix: str) -> dict[str, str]:
+        """path -> predicted error kind, depth first (the order of Program.walk)."""
+        found: dict[str, str] = {}
+        if not self.expect:
+            return found
+        for i, st in enumerate(stmts):
+            if id(st) in self.expect:
+                found[f"{prefix}{i}"] = self.expect[id(st)]
+            if st.body:
+                found.update(self._expected(st.body, f"{prefix}{i}."))
+        return found
+
+
+@functools.cache
+def _op_draws(vocabulary: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary."""
+    return tuple(ops.weights("call", vocabulary)), tuple(ops.weights("inplace", vocabulary))
+
+
+def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,
+             n_statements: int = 20, vocabulary: int = GENERATOR_VERSION) -> Program:
+    """A program of about n_statements statements, using only the given capabilities and
+    the ops of the given generator vocabulary version."""
+    caps = set(capabilities if capabilities is not None else ALL_CAPABILITIES) | {"core"}
+    return Gen(chooser, caps, n_statements, vocabulary).run()
+
+
+def program_for_seed(seed: int, capabilities: Iterable[str] | None = None,
+                     size: int = 20, vocabulary: int = GENERATOR_VERSION) -> Program:
+    """The program `gradspec run` draws for a seed: deterministic across runs and machines."""
+    prog = generate(RandomChooser(seed), capabilities, size, vocabulary)
+    prog.seed = seed
+    return prog
+
+
+def programs(capabilities: Iterable[str] | None = None, size: int = 20,
+             vocabulary: int = GENERATOR_VERSION):
+    """A Hypothesis strategy for programs (the fast, unlabelled way to draw them)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw_program(draw):
+        return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
+    return draw_program()

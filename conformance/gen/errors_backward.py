@@ -1,0 +1,177 @@
+"""Deliberate error moves whose error a backward pass or autograd.grad raises.
+
+Each recipe is declared with `@error_move` (error_move.py) and draws into the Gen it is handed
+(core.py); errors.py reads the declarations in its explicit order.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import model
+from ..kinds import of
+from ..lang.ops import ROWS
+from ..lang.program import Stmt
+from ..model import T
+from ..model.tables import SHAPES
+from .error_move import error_move
+
+_VERSION_RECIPES = {True: (("saved output", 1), ("saved input", 1), ("saved leaf", 1)),
+                    False: (("saved output", 1), ("saved input", 1), ("saved leaf", 0))}
+
+
+def _modify_saved(g: Any, target: T) -> None:
+    """Write target in place after an op saved it: under no_grad for a leaf."""
+    if target.leaf:
+        stmt = Stmt("mode", params={"mode": "no_grad"})
+        stmt.body.append(Stmt("inplace", target=target.name, args=[1.0],
+                              params={"fn": "add_", "kw": {}},
+                              clauses=g.tags(["INPLACE-4", "VER-2"])))
+        g.emit(stmt, ["MODE-1", "MODE-4"])
+        target.storage.version += 1
+    else:
+        of("inplace").draw(g, target, "mul_" if target.shape else "add_")
+
+
+@error_move("VERSION_MISMATCH", clause="VER-7", needs=("inplace", "version_counter"),
+            natural="version_counter")
+def version_mismatch(g: Any) -> bool:
+    """An op saves a tensor; the tensor is modified in place; backward raises."""
+    recipe = g.weighted("recipe", _VERSION_RECIPES[g.has("grad_modes")])
+    a = g.rg_tensor("saving op input", (lambda u: u.leaf) if recipe == "saved leaf" else None)
+    if recipe == "saved input" and a.leaf:
+        a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
+    if recipe == "saved output":
+        y = g.call1(a, g.choice("fn", ["exp", "tanh", "sigmoid"]), [], {}, ["VER-10"])
+        target = y
+    else:
+        fn = g.choice("fn", ["sin", "cos", "pow"])
+        y = g.call1(a, fn, [], {"exponent": 2} if "exponent" in ROWS[fn].kw else {}, ["VER-9"])
+        target = a
+    _modify_saved(g, target)
+    root = y if not y.shape else g.sum_of(y)
+    leaves = [u for u in g.live(lambda u: u.leaf and u.rg and u.node is not None)
+              if u.node in model.reach([root.node])]
+    if g.has("autograd_grad") and leaves and g.boolean("via autograd.grad", 30):
+        g.emit(Stmt("grad", params={
+            "outputs": [root.name], "inputs": [leaves[0].name], "grad_outputs": None,
+            "retain_graph": None, "allow_unused": False, "outs": [g.fresh("g")]}),
+            ["API-6", "VER-7", "VER-15"], "VERSION_MISMATCH")
+        return True
+    return g.emit_backward(root, [], retain=None, inputs=[], kind="VERSION_MISMATCH")
+
+
+@error_move("GRAPH_FREED", clause="FREE-1", needs=("retain_graph",), natural="retain_graph")
+def graph_freed(g: Any) -> bool:
+    a = g.rg_tensor("graph input")
+    y = g.call1(a, "sin", [], {}, ["VER-9"])
+    root = g.sum_of(y)
+    g.emit_backward(root, [], retain=False, inputs=[])
+    return g.emit_backward(root, [], retain=None, inputs=[], kind="GRAPH_FREED")
+
+
+@error_move("IMPLICIT_GRAD_NONSCALAR", clause="API-1")
+def implicit_grad_nonscalar(g: Any) -> bool:
+    t = g.rg_tensor("non-scalar", lambda u: u.ndim >= 1)
+    if not t.shape:
+        t = g.make_leaf(shape=(2,), rg=True)
+    return g.emit_backward(t, [], retain=None, inputs=[], kind="IMPLICIT_GRAD_NONSCALAR")
+
+
+@error_move("NO_GRAD_FN", clause="API-4", no_grad_ok=True)
+def no_grad_fn(g: Any) -> bool:
+    t = g.pick("no grad", lambda u: not u.rg and u.is_float) or g.make_leaf(rg=False)
+    root, gradient = (t, []) if not t.shape else (
+        t, [g.make_leaf(shape=t.shape, dtype=t.dtype, rg=False, hidden=True).name])
+    return g.emit_backward(root, gradient, retain=None, inputs=[], kind="NO_GRAD_FN")
+
+
+@error_move("HOOK_CHANGED_SIZE", clause="HOOK-5", needs=("hooks",), natural="hooks")
+def hook_changed_size(g: Any) -> bool:
+    t = g.rg_tensor("hook on", T.hookable)
+    of("hook").draw(g, "wrong_shape", t)
+    root = t if not t.shape else g.sum_of(t)
+    return g.emit_backward(root, [], retain=None, inputs=[], kind="HOOK_CHANGED_SIZE")
+
+
+def _some_graph(g: Any) -> None:
+    if not any(g.live(lambda u: u.rg and u.node is not None)):
+        g.make_leaf(rg=True)
+
+
+@error_move("UNUSED_INPUT", clause="API-7", needs=("autograd_grad",))
+def unused_input(g: Any) -> bool:
+    _some_graph(g)
+    return of("grad").draw(g, "UNUSED_INPUT")
+
+
+@error_move("BACKWARD_EMPTY_INPUTS", clause="API-11", needs=("backward_inputs",))
+def backward_empty_inputs(g: Any) -> bool:
+    t = g.rg_tensor("backward of", lambda u: not u.leaf)
+    root = t if not t.shape else g.sum_of(t)
+    g.emit(Stmt("backward", target=root.name, params={"retain_graph": None, "inputs": []}),
+           ["API-11"], "BACKWARD_EMPTY_INPUTS")
+    return True
+
+
+@error_move("GRAD_OUTPUT_SHAPE", clause="API-3")
+def grad_output_shape(g: Any) -> bool:
+    if g.has("autograd_grad") and g.boolean("via autograd.grad", 40):
+        g.rg_tensor("grad of")
+        return of("grad").draw(g, "GRAD_OUTPUT_SHAPE")
+    t = g.rg_tensor("backward of")
+    shape = g.choice("wrong shape", [s for s in SHAPES if s != t.shape
+                                     and s != () and model.numel(s) != 1])
+    grad = g.make_leaf(shape=shape, dtype=t.dtype, rg=False, hidden=True)
+    return g.emit_backward(t, [grad.name], retain=None, inputs=[], kind="GRAD_OUTPUT_SHAPE")
+
+
+@error_move("INPUT_NO_REQUIRES_GRAD", clause="API-8", needs=("autograd_grad",))
+def input_no_requires_grad(g: Any) -> bool:
+    _some_graph(g)
+    return of("grad").draw(g, "INPUT_NO_REQUIRES_GRAD")
+
+
+@error_move("LEAF_MOVED_INTO_GRAPH", clause="INPLACE-15", needs=("inplace",))
+def leaf_moved_into_graph(g: Any) -> bool:
+    """A leaf in a graph stops requiring grad, then an in-place write of a value that
+    requires grad makes it a non-leaf: backward through the old graph raises."""
+    x = g.make_leaf(rg=True)
+    y = g.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
+    root = y if not y.shape else g.sum_of(y)
+    g.set_requires_grad(x, False)
+    if x.shape and g.boolean("by setitem", 50):
+        index = g.draw_index(x)
+        w = g.make_leaf(shape=model.index_shape(x.shape, index), dtype=x.dtype, rg=True)
+        cl = g.apply_inplace(x, [w], False, setitem=True)
+        g.emit(Stmt("setitem", target=x.name, args=[w.name], params={"index": index}),
+               ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+    else:
+        w = g.make_leaf(shape=x.shape, dtype=x.dtype, rg=True)
+        cl = g.apply_inplace(x, [w], False)
+        g.emit(Stmt("inplace", target=x.name, args=[w.name], params={"fn": "copy_", "kw": {}}),
+               cl)
+    return g.emit_backward(root, [], retain=None, inputs=[], kind="LEAF_MOVED_INTO_GRAPH")
+
+
+@error_move("POST_HOOK_RETURNED_VALUE", clause="HOOK-13",
+            needs=("post_accumulate_hooks", "hooks"))
+def post_hook_returned_value(g: Any) -> bool:
+    """A post-accumulate hook returns a value: the backward that runs it raises. The hook is
+    removed afterwards, so that later backward calls work."""
+    x = g.rg_tensor("leaf", lambda u: u.leaf and u.node is not None)
+    assert x.node is not None
+    name = g.fresh("h")
+    x.node.post_hooks.append(name)
+    x.node.returning.append(name)
+    g.handles[name] = (x.node, True)
+    g.emit(Stmt("post_hook", out=name, target=x.name,
+                params={"label": name, "behaviour": "return"}), ["HOOK-13"])
+    y = g.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
+    root = y if not y.shape else g.sum_of(y)
+    g.emit_backward(root, [], retain=True if g.has("retain_graph") else None,
+                    inputs=[], kind="POST_HOOK_RETURNED_VALUE")
+    g.handles.pop(name)
+    x.node.post_hooks.remove(name)
+    x.node.returning.remove(name)
+    g.emit(Stmt("remove", target=name), ["HOOK-6"])
+    return True

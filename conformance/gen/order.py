@@ -1,0 +1,59 @@
+"""The statement draw: its explicit order, and the tables the drawing loop reads from it.
+
+Each step of the loop (core.py) draws one entry of DRAW_ORDER by weight: "skip" is option 0
+(weight 0) so that shrinking can drop a step; "error" is a deliberate error move (errors.py);
+every other entry is a statement kind (conformance/kinds/), drawn with its `weight` where the
+capabilities cover its `caps`, in the order of the kinds' explicit tuple (kinds/registry.py,
+ORDER), never import order.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..kinds import KINDS, ORDER
+from ..spec.reader import load_spec
+from . import errors
+
+DRAW_ORDER = ("skip", *ORDER, "error")
+
+
+@functools.cache
+def clause_requires() -> dict[str, tuple[str, ...]]:
+    """Clause ID -> the capabilities its `requires` names (spec metadata)."""
+    return {cid: tuple(c.requires) for cid, c in load_spec().clauses.items()}
+
+
+@functools.cache
+def blocked_clauses(caps: frozenset[str]) -> frozenset[str]:
+    """The clauses whose `requires` the capabilities do not cover: never tagged, so that
+    reports do not show a program "exercising" clauses its engine cannot."""
+    return frozenset(c for c, req in clause_requires().items() if not caps.issuperset(req))
+
+
+@functools.cache
+def statement_draw(caps: frozenset[str], deep: bool) -> tuple[tuple[str, int], ...]:
+    """(entry, weight) of DRAW_ORDER under the capabilities; `deep` (a block inside a block)
+    draws neither another block nor an error."""
+    table = []
+    for name in DRAW_ORDER:
+        if name == "skip":
+            table.append((name, 0))
+        elif name == "error":
+            if not deep:
+                table.append((name, errors.WEIGHT))
+        else:
+            k = KINDS[name]
+            if caps.issuperset(k.caps) and not (deep and k.block):
+                table.append((name, k.weight))
+    return tuple(table)
+
+
+@functools.cache
+def draw_functions() -> dict[str, Callable[[Any], bool]]:
+    """Entry of DRAW_ORDER -> the function that draws it into the Gen it is handed."""
+    fns: dict[str, Callable[[Any], bool]] = {n: KINDS[n].draw for n in DRAW_ORDER
+                                            if n in KINDS}
+    fns["error"] = errors.draw_error
+    return fns

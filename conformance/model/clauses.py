@@ -1,0 +1,104 @@
+"""Which spec clauses a backward pass or an observation exercises, from the model."""
+from __future__ import annotations
+
+import collections
+
+from .graph import reach
+from .tensors import Node, T
+
+# Clauses a backward pass that raises the error kind exercises.
+_ERROR_PASS_CLAUSES = {"GRAPH_FREED": ["FREE-1"], "HOOK_CHANGED_SIZE": ["HOOK-5"],
+                       "LEAF_MOVED_INTO_GRAPH": ["INPLACE-15"]}
+
+
+def _hook_clauses(nodes: list[Node], live: list[T], ids: set[int],
+                  hooked: list[Node] | None) -> list[str]:
+    cl: list[str] = []
+    in_pass = [n for n in nodes if n.hooks]
+    if in_pass:
+        cl += ["HOOK-1", "MODE-8"]
+        uses = collections.Counter(id(p) for n in nodes for p in n.parents)
+        if any(uses[id(n)] > 1 for n in in_pass):
+            cl.append("HOOK-10")    # a hooked tensor used twice sees the summed gradient
+        if len(in_pass) > 1:
+            cl.append("HOOK-14")
+        if any(len(n.hooks) > 1 for n in in_pass):
+            cl.append("HOOK-2")
+    if (hooked is None or any(id(n) not in ids for n in hooked)) and any(
+            n.hooks and id(n) not in ids
+            for n in reach(t.node for t in live if t.node is not None)):
+        cl.append("HOOK-9")
+    if any(n.post_hooks for n in nodes):
+        cl.append("HOOK-13")
+    return cl
+
+
+def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
+                     hooked: list[Node] | None = None) -> list[str]:
+    """The clauses a backward pass over `nodes` exercises; `kind` is the error it raises.
+    `live` are the tensors a program can still name; `hooked`, when given, every node that
+    has tensor hooks (a shortcut: without it they are searched for)."""
+    ids: set[int] = set()
+    freed = frozen = node_hooks = inplace = False
+    for n in nodes:
+        ids.add(id(n))
+        freed = freed or n.freed
+        frozen = frozen or (n.frozen and not n.moved)
+        node_hooks = node_hooks or bool(n.node_hooks)
+        inplace = inplace or n.inplace
+    cl = ["LEAF-5", "LEAF-9"]
+    if freed:
+        cl.append("FREE-5")
+        if kind is None:
+            cl.append("FREE-3")
+    cl += _hook_clauses(nodes, live, ids, hooked)
+    if frozen:
+        cl.append("LEAF-16")
+    if node_hooks:
+        cl.append("HOOK-15")
+    outside = False         # a leaf with a .grad that the pass does not reach
+    for t in live:
+        if t.rg and t.node is not None:
+            if id(t.node) in ids:
+                if t.leaf and t.has_grad:
+                    cl.append("LEAF-7")
+                if t.retains:
+                    cl += ["RETAIN-1", "RETAIN-4"] if t.has_grad else ["RETAIN-1"]
+            elif t.leaf and t.has_grad:
+                outside = True
+    if outside:
+        cl.append("LEAF-10")
+    if kind == "VERSION_MISMATCH":
+        cl += ["VER-7", "VER-14"]
+    elif inplace:
+        cl.append("VER-8")
+    cl += _ERROR_PASS_CLAUSES.get(kind or "", [])
+    return cl
+
+
+def observe_clauses(t: T, what: str) -> list[str]:
+    """The clauses observing `what` of t exercises."""
+    if what == "grad":
+        if t.leaf:
+            return ["LEAF-5", "LEAF-9"] + ([] if t.has_grad else ["LEAF-6"])
+        return ["RETAIN-1"] if t.retains else ["RETAIN-7"]
+    if what in ("is_leaf", "requires_grad"):
+        return {"leaf": ["LEAF-1"] + ([] if t.rg else ["LEAF-2"]), "no_grad": [
+            "LEAF-3", "MODE-1"], "detach": ["LEAF-4"], "data": ["LEAF-4"]}.get(
+            t.origin, ["GRAPH-1" if t.rg else "GRAPH-2"])
+    if what == "grad_fn":
+        cl = ["GRAPH-3"] if t.rg and not t.leaf else ["LEAF-1"]
+        if t.node is not None and t.node.inplace:
+            cl.append("INPLACE-7")
+        if t.origin == "view":
+            cl.append("GRAPH-10")
+        return cl
+    if what == "next_functions":
+        return ["GRAPH-4", "GRAPH-5", "GRAPH-6"]
+    if what == "version":
+        cl = ["VER-1" if t.storage.version == 0 else "VER-2", "VER-3"]
+        cl += {"view": ["VER-4"], "detach": ["VER-5"], "data": ["VER-6"]}.get(t.origin, [])
+        return cl
+    if what == "retains_grad":
+        return ["RETAIN-3"] if t.leaf else ["RETAIN-1"]
+    return []

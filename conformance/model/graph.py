@@ -1,0 +1,92 @@
+"""The backward graph as the model sees it: which nodes a pass runs and what it raises."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .tensors import Node, T
+
+
+def reach(roots: Iterable[Node | None]) -> list[Node]:
+    """Every node reachable from the roots (None roots are skipped). The list may be one a
+    node keeps (Node.reached): read it, never change it."""
+    stack = [r for r in roots if r is not None]
+    if len(stack) == 1:
+        one = stack[0]
+        if one.reached is None:
+            one.reached = _reach(stack)
+        return one.reached
+    return _reach(stack)
+
+
+def _reach(stack: list[Node]) -> list[Node]:
+    seen: dict[int, Node] = {}
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        stack.extend(n.parents)
+    return list(seen.values())
+
+
+def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
+    """The nodes a backward pass runs: all reachable ones, or with `inputs` only those on a
+    path to one of them (torch prunes the rest)."""
+    nodes = reach(roots)
+    if not inputs:
+        return nodes
+    goals = {id(u.node) for u in inputs if u.node is not None}
+    memo: dict[int, bool] = {}
+
+    def leads(n: Node) -> bool:
+        if id(n) not in memo:
+            memo[id(n)] = False
+            memo[id(n)] = id(n) in goals or any(leads(p) for p in n.parents)
+        return memo[id(n)]
+    return [n for n in nodes if leads(n)]
+
+
+def predict(nodes: list[Node], accumulates: bool = True) -> str | None:
+    """The error a pass over `nodes` raises; autograd.grad runs no accumulator
+    (accumulates=False), so a moved leaf does not stop it. The kinds are checked in this
+    order: GRAPH_FREED, VERSION_MISMATCH, HOOK_CHANGED_SIZE, LEAF_MOVED_INTO_GRAPH,
+    POST_HOOK_RETURNED_VALUE."""
+    version = shape = moved = returning = False
+    for n in nodes:
+        if n.freed and (n.saved or n.holds):
+            return "GRAPH_FREED"
+        if n.saved and not version:
+            for st, v in n.saved:
+                if st.version != v:
+                    version = True
+                    break
+        if n.hooks and "wrong_shape" in n.hooks.values():
+            shape = True
+        if n.moved:
+            moved = True
+        if n.returning:
+            returning = True
+    if version:
+        return "VERSION_MISMATCH"
+    if shape:
+        return "HOOK_CHANGED_SIZE"
+    if accumulates and moved:
+        return "LEAF_MOVED_INTO_GRAPH"
+    if accumulates and returning:
+        return "POST_HOOK_RETURNED_VALUE"
+    return None
+
+
+def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
+                   inputs: list[T] | None) -> None:
+    """A pass over `nodes` ran: free them unless retained, and mark the tensors whose .grad
+    it wrote (the inputs, or the leaves and retaining tensors it reached)."""
+    ids = {id(n) for n in nodes}
+    if not retain:
+        for n in nodes:
+            n.freed = True
+    targets = inputs if inputs is not None else [
+        t for t in live if t.rg and t.node is not None and (t.leaf or t.retains)]
+    for t in targets:
+        if t.node is not None and id(t.node) in ids:
+            t.has_grad = True

@@ -1,0 +1,89 @@
+"""In-place writes in the model: which targets are safe, and how a write changes the graph."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .tensors import Node, T
+
+
+def leaf_rg_view(t: T) -> bool:
+    """t is a view of a leaf that requires (or required, when t was made) grad."""
+    return t.base is not None and (t.of_leaf_rg or (t.base.leaf and t.base.rg))
+
+
+def inplace_ok(t: T, grad_enabled: bool) -> bool:
+    """In-place on t raises nothing the generator does not mean."""
+    if not t.is_float or t.expanded or t.hidden or t.stale:
+        return False
+    if grad_enabled and (t.nograd_view or (t.leaf and t.rg) or leaf_rg_view(t)):
+        return False
+    return True
+
+
+def _write_clauses(t: T) -> list[str]:
+    cl = ["VER-2"]
+    if t.base is not None:
+        cl.append("INPLACE-4" if leaf_rg_view(t) else
+                  "INPLACE-8" if not t.base.leaf else "INPLACE-14")
+    elif t.leaf:
+        cl.append("INPLACE-4" if t.rg else "INPLACE-14")
+    else:
+        cl.append("INPLACE-7")
+    if t.node is not None and t.node.inplace:
+        cl.append("INPLACE-12")
+    if t.node is not None and t.node.hooks:
+        cl.append("HOOK-11")
+    if t.retains:
+        cl.append("RETAIN-6")
+    return cl
+
+
+def _rebase(t: T, n: Node, setitem: bool) -> None:
+    """t's grad_fn is the in-place node n now; so are its base's and its siblings'."""
+    if t.old_node is not None:   # old graphs now reach a non-leaf (INPLACE-15)
+        t.old_node.moved = True
+        t.old_node = None
+    t.node, t.rg, t.leaf = n, True, False
+    if not setitem:     # an in-place method sets t's grad_fn; setitem does not
+        t.made_at = t.storage.version
+    elif t.base is not None:
+        t.stale = True      # setitem wrote a view of t: t is a sibling view now
+    base = t.base
+    if base is not None:
+        base.node = Node(parents=([base.node] if base.rg and base.node else []) + [n],
+                         inplace=True)
+        base.rg, base.leaf = True, False
+    for v in (base or t).views:
+        if v is not t:
+            v.node, v.rg, v.leaf = Node(parents=[(base or t).node]), True, False
+            # torch 2.13 regenerates v's grad_fn lazily: an in-place op on v before anything
+            # reads v.grad_fn raises LEAF_INPLACE when v's base was a leaf that did not
+            # require grad (see the generator's report). Not drawn.
+            v.stale = True
+
+
+def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
+                  saved_out: bool, setitem: bool = False, holds: bool = False) -> list[str]:
+    """Update the model for an in-place op on t with tensor operands `args` (`tensors` are
+    all the program's tensors); return the clauses it exercises."""
+    was_rg = t.rg
+    cl = _write_clauses(t)
+    t.storage.version += 1
+    for v in tensors:
+        if v.nograd_view and not v.hidden and v.storage is t.storage:
+            v.hidden = True     # torch refuses to use a no_grad view once its base is written
+    args_rg = any(a.rg for a in args)
+    if grad_enabled and (t.rg or args_rg):
+        parents = ([t.node] if t.rg and t.node else []) + [a.node for a in args
+                                                           if a.rg and a.node]
+        n = Node(parents=parents, inplace=True, holds=holds)
+        if saved_out:
+            n.saved.append((t.storage, t.storage.version))
+        _rebase(t, n, setitem)
+        if args_rg and not was_rg:
+            cl.append("INPLACE-10")
+    if t.origin == "data":
+        cl.append("INPLACE-5")
+    if t.origin == "detach":
+        cl += ["INPLACE-6", "VER-5"]
+    return cl

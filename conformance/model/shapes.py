@@ -1,0 +1,93 @@
+"""Shape rules of the model: broadcasting, matmul, indexing, and the views a tensor admits."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from .tables import SHAPES
+from .tensors import T
+
+# Shapes a view may take besides the leaf shapes (reshape to a different rank).
+_VIEW_SHAPES = SHAPES + [(4,), (6,), (1,), (1, 1)]
+
+
+def numel(shape: Iterable[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@functools.cache
+def broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast shape of a and b; None when they do not broadcast."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(reversed(out))
+
+
+@functools.cache
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of a @ b for 1-d and 2-d operands; None when they do not fit."""
+    if not a or not b or len(a) > 2 or len(b) > 2:
+        return None
+    if a[-1] != (b[0] if len(b) == 2 else b[-1]):
+        return None
+    return a[:-1] + b[1:]
+
+
+def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
+    """The shape of x[index] (INDEX encoding of conformance/program.py)."""
+    out = []
+    for d, item in enumerate(index):
+        if isinstance(item, dict):
+            start, stop, step = item["slice"]
+            out.append(len(range(*slice(start, stop, step).indices(shape[d]))))
+    return tuple(out) + shape[len(index):]
+
+
+ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
+
+
+def view_options(a: T) -> tuple[ViewOption, ...]:
+    """(fn, kw, result shape) of every view of a the generator draws from, in draw order.
+    The options are shared between calls: copy the kw of the one you use (copy_kw)."""
+    return _view_options(a.shape, a.contiguous)
+
+
+def copy_kw(kw: dict[str, Any]) -> dict[str, Any]:
+    """A view option's kw, as a statement's own (its lists copied)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in kw.items()}
+
+
+@functools.cache
+def _view_options(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ...]:
+    opts: list[ViewOption] = []
+    size, ndim = numel(shape), len(shape)
+    for s in _VIEW_SHAPES:
+        if s != shape and numel(s) == size:
+            opts.append(("reshape", {"shape": list(s)}, s))
+            if contiguous:
+                opts.append(("view", {"shape": list(s)}, s))
+    if ndim <= 2:
+        opts.append(("t", {}, tuple(reversed(shape))))
+    if ndim == 2:
+        opts.append(("transpose", {"dims": [0, 1]}, (shape[1], shape[0])))
+    for d in range(-ndim - 1, ndim + 1):
+        dd = d % (ndim + 1)
+        opts.append(("unsqueeze", {"dim": d}, shape[:dd] + (1,) + shape[dd:]))
+    for d in range(ndim):
+        opts.append(("squeeze", {"dim": d},
+                     shape[:d] + shape[d + 1:] if shape[d] == 1 else shape))
+    if 1 in shape:
+        s = tuple(3 if x == 1 else x for x in shape)
+        opts.append(("expand", {"size": list(s)}, s))
+    elif ndim < 2:
+        opts.append(("expand", {"size": [2, *shape]}, (2, *shape)))
+    return tuple(opts)

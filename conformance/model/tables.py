@@ -1,0 +1,31 @@
+"""The grids programs are drawn from, and the weights of the generator's choices.
+
+Leaf values sit on a grid away from 0 and from the clamp bounds, so that no derivative is
+taken at a kink (relu, abs and clamp at their corners are not what the spec is about).
+Weighted tables are tuples of (option, weight), listed simplest first (shrinking goes towards
+option 0) and kept as constants, so that a chooser may precompute their cumulative weights.
+What each op saves for backward, its settings' values and its draw weight are rows of the
+op table (conformance/lang/ops.py).
+"""
+from __future__ import annotations
+
+from ..lang.ops import CALL_WEIGHTS, INPLACE_WEIGHTS
+
+SHAPES = [(), (2,), (3,), (2, 3), (3, 2), (1, 3), (2, 1), (2, 2)]
+VALUES = [0.5, 1.0, -0.5, 1.5, -1.0, 2.0, -1.5, 0.25, -2.0, 0.75, -0.25, 1.25]
+NUMBERS = [2.0, 0.5, -1.0, 3.0, 1.5]
+FACTORS = [2.0, -1.0, 0.5]
+
+# ---- weighted draws -----------------------------------------------------------------------
+PROGRAM_DTYPES = (("float64", 3), ("float32", 1))
+LEAF_DTYPES = {"float64": (("float64", 9), ("float32", 1)),     # program dtype -> leaf dtypes
+               "float32": (("float32", 9), ("float64", 1))}
+CALL_FNS = tuple(CALL_WEIGHTS)          # the op table's, as constants
+INPLACE_FNS = tuple(INPLACE_WEIGHTS)
+HOOK_BEHAVIOURS = (("record", 5), ("scale", 3))
+NODE_HOOK_BEHAVIOURS = (("record", 2), ("scale", 1))
+GRAD_MODES = (("no_grad", 4), ("enable_grad", 1), ("set_grad_enabled", 2))
+RETAIN_GRAPH = ((None, 5), (False, 1), (True, 3))
+OBSERVE_WHAT = (("value", 5), ("grad", 6), ("is_leaf", 2), ("requires_grad", 2),
+                ("shape", 1), ("dtype", 1), ("grad_fn", 3), ("next_functions", 2),
+                ("version", 3), ("retains_grad", 1))

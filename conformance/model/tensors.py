@@ -1,0 +1,79 @@
+"""What the generator believes about one named tensor, its storage and its backward node.
+
+The model is only a guide to drawing programs that mostly run: torch, the oracle, decides
+what really happens.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False, slots=True)
+class Storage:
+    """A tensor's memory, shared by its views; `version` is its version counter."""
+    version: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class Node:
+    """A backward node: a leaf's AccumulateGrad or an op's grad_fn. Its parents are fixed
+    when it is made (an in-place op makes a new node), so what it reaches is too."""
+    parents: list[Node] = field(default_factory=list)
+    saved: list[tuple[Storage, int]] = field(default_factory=list)
+    leaf: bool = False
+    inplace: bool = False
+    holds: bool = False              # saved something, tensor or number
+    freed: bool = False
+    hooks: dict[str, str] = field(default_factory=dict)       # handle -> behaviour
+    post_hooks: list[str] = field(default_factory=list)
+    returning: list[str] = field(default_factory=list)       # post hooks that return a value
+    node_hooks: int = 0              # hooks on the grad_fn itself (HOOK-15)
+    frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
+    moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
+    reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
+
+
+@dataclass(eq=False, slots=True)
+class T:
+    """What the generator believes about one named tensor."""
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    rg: bool
+    leaf: bool
+    storage: Storage
+    node: Node | None = None         # grad node (AccumulateGrad for leaves that require grad)
+    base: T | None = None            # view base
+    views: list[T] = field(default_factory=list)
+    origin: str = "leaf"             # leaf | op | no_grad | detach | data | view | grad
+    nograd_view: bool = False        # a view made under no_grad
+    expanded: bool = False           # overlapping memory: in-place is an error
+    contiguous: bool = True
+    retains: bool = False
+    has_grad: bool = False
+    hidden: bool = False             # aliased as some .grad: never used again
+    old_node: Node | None = None     # after requires_grad_(False): the accumulator old graphs hold
+    stale: bool = False              # its grad_fn is regenerated lazily by torch
+    of_leaf_rg: bool = False         # a view made of a leaf that required grad at the time
+    made_at: int = 0                 # storage version when its grad_fn was last set
+    is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
+
+    def __post_init__(self) -> None:
+        self.is_float = self.dtype in ("float32", "float64")
+
+    def hookable(self) -> bool:
+        # torch 2.13 segfaults registering a hook on a view whose storage was written since
+        # the view was made (x[0], then x written under no_grad): never draw that.
+        return self.rg and self.node is not None and (
+            self.base is None or self.storage.version == self.made_at)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
