@@ -1,20 +1,29 @@
 """Throughput of the conformance loop: generated programs per second.
 
-One program = generation (conformance/generate.py) + a run on the oracle + a run on the engine
-+ the comparison, as `gradspec run` does it minus shrinking and reporting. Measured serially
-and with 2 worker processes (what `pytest -n 2` or `gradspec run --jobs 2` gives), and set
-against running the same programs on torch alone: once through the executor, and once as the
-plain Python of their repro scripts (conformance/render.py) with output discarded.
+One program = generation (conformance/gen/) + a run on the oracle + a run on the engine + the
+comparison (conformance/judge/), as `gradspec run` does it minus shrinking and reporting.
+Measured serially and with 2 worker processes (what `pytest -n 2` or `gradspec run --jobs 2`
+gives), and set against running the same programs on torch alone: once through the executor,
+and once as the plain Python of their repro scripts (conformance/reports/render.py) with
+output discarded.
 
-Targets (benchmarks/README.md): >= 200 programs/s per core for ~20-statement programs, and
-2 workers >= 1.7x serial. Results are printed as ratios; nothing here asserts on time.
+The stages are also timed one by one on the same seeds, alternately, best of `--repeat`:
+generation alone, each engine's executor runs alone, the comparison alone, and the full loop.
+The *execution floor* is the two executor runs alone; the loop's throughput over the floor's
+(floor seconds / loop seconds) says how much of the loop is the engines' own work.
+
+Targets (benchmarks/README.md): >= 200 programs/s per core for ~20-statement programs,
+2 workers >= 1.7x serial, and the loop at >= 0.8 of the execution floor. Results are printed
+as ratios; nothing here asserts on time.
 
     python benchmarks/bench_conformance.py [--engine refimpl] [--count 400] [--size 20]
+    python benchmarks/bench_conformance.py --stages-only     # the stage breakdown alone
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import multiprocessing as mp
@@ -123,6 +132,92 @@ def torch_alone(programs, oracle) -> tuple[float, float]:
     return executor, time.perf_counter() - t
 
 
+def _timed(f) -> tuple[float, object]:
+    """(CPU seconds, result) of f(), after a full collection so that garbage left by the stage
+    before is not collected on this one's time. CPU time, not wall time: on a shared machine
+    the time a stage waits for a core is the other jobs', not its own."""
+    gc.collect()
+    t = time.process_time()
+    out = f()
+    return time.process_time() - t, out
+
+
+STAGES = ("generation", "oracle", "engine", "both", "comparison", "loop", "batched")
+BATCH = 10
+
+
+def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
+    """The full loop over batches of k programs: generate k, run them all on the oracle, then
+    on the engine, then compare; its number of divergences. Each engine then runs programs
+    back to back, as in the floor, instead of in turn with the other engine and the
+    generator."""
+    n = 0
+    for i in range(0, len(seeds), k):
+        ps = [program_for_seed(s, caps, size) for s in seeds[i:i + k]]
+        ours = [execute(p, oracle) for p in ps]
+        theirs = [execute(p, engine) for p in ps]
+        n += sum(len(compare(p, a, b)) for p, a, b in zip(ps, ours, theirs, strict=True))
+    return n
+
+
+def stages(seeds, size, oracle, engine, caps, repeat) -> dict[str, float]:
+    """Best-of-`repeat` seconds of each stage on the same seeds, the stages alternating within
+    each round: generation; the oracle's executor runs alone, then the engine's; both runs of
+    each program in turn, as the loop makes them; the comparison; and the full loop (all of it
+    per program, nothing kept)."""
+    best = dict.fromkeys(STAGES, float("inf"))
+
+    def keep(stage: str, f):
+        t, out = _timed(f)
+        best[stage] = min(best[stage], t)
+        return out
+    for _ in range(repeat):
+        programs = keep("generation", lambda: [program_for_seed(s, caps, size) for s in seeds])
+        keep("oracle", lambda ps=programs: [execute(p, oracle) for p in ps])
+        keep("engine", lambda ps=programs: [execute(p, engine) for p in ps])
+        traces = keep("both", lambda ps=programs: [(execute(p, oracle), execute(p, engine))
+                                                   for p in ps])
+        keep("comparison", lambda ps=programs, tr=traces: [
+            compare(p, a, b) for p, (a, b) in zip(ps, tr, strict=True)])
+        del programs, traces
+        keep("loop", lambda: serial(seeds, size, oracle, engine, caps))
+        keep("batched", lambda: batched(seeds, size, oracle, engine, caps))
+    return best
+
+
+def stage_figures(best: dict[str, float], n: int) -> dict[str, float | None]:
+    """Per-program milliseconds of each stage; the loop's throughput over the execution
+    floor's (the two engines' executor runs alone), and over that of both runs made in turn
+    per program as the loop makes them; and the generation time per program that would bring
+    the first ratio to 0.8, the rest of the loop as measured (None: generation alone cannot)."""
+    ms = {k: v / n * 1e3 for k, v in best.items()}
+    floor = ms["oracle"] + ms["engine"]
+    gen_for_target = floor / 0.8 - (ms["loop"] - ms["generation"])
+    return {**{f"{k}_ms": round(v, 4) for k, v in ms.items()}, "floor_ms": round(floor, 4),
+            "loop_vs_floor": round(floor / ms["loop"], 3),
+            "loop_vs_both_in_turn": round(ms["both"] / ms["loop"], 3),
+            f"batched{BATCH}_loop_vs_floor": round(floor / ms["batched"], 3),
+            "generation_ms_for_0.8": round(gen_for_target, 4) if gen_for_target > 0 else None,
+            "generation_speedup_for_0.8": (round(ms["generation"] / gen_for_target, 2)
+                                           if gen_for_target > 0 else None)}
+
+
+def print_stages(f: dict[str, float | None], oracle: str, engine: str) -> None:
+    print("  stages, CPU ms per program (best of each):")
+    print(f"    generation {f['generation_ms']:.3f}   executor alone on {oracle} "
+          f"{f['oracle_ms']:.3f}, on {engine} {f['engine_ms']:.3f}   comparison "
+          f"{f['comparison_ms']:.3f}")
+    print(f"    execution floor (the two executor runs alone) {f['floor_ms']:.3f}; both runs "
+          f"in turn per program {f['both_ms']:.3f}; full loop {f['loop_ms']:.3f}")
+    print(f"  loop / execution floor   {f['loop_vs_floor']:.2f}  (target >= 0.8; against both "
+          f"runs in turn: {f['loop_vs_both_in_turn']:.2f}; the loop in batches of {BATCH}: "
+          f"{f['batched_ms']:.3f} ms, {f[f'batched{BATCH}_loop_vs_floor']:.2f} of the floor)")
+    need = f["generation_ms_for_0.8"]
+    print("  0.8 of the floor needs " + (
+        f"generation at {need:.3f} ms per program ({f['generation_speedup_for_0.8']}x faster)"
+        if need else "more than faster generation: the rest of the loop is over it already"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", default="refimpl")
@@ -134,6 +229,8 @@ def main(argv=None) -> int:
                     help="alternate serial and parallel runs this often; keep the best of each "
                          "(a shared machine's load then hurts both alike)")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--stages-only", action="store_true",
+                    help="time the stages (and the loop / floor ratio) only")
     a = ap.parse_args(argv)
     try:
         oracle, engine = _engines(a.engine, a.oracle)
@@ -143,6 +240,15 @@ def main(argv=None) -> int:
     caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
     seeds = list(range(a.count))
     serial(seeds[:20], a.size, oracle, engine, caps)                   # warm-up
+    figures = stage_figures(stages(seeds, a.size, oracle, engine, caps, a.repeat), len(seeds))
+    if a.stages_only:
+        print(f"conformance loop stages: {engine.name} vs {oracle.name}, {len(seeds)} programs "
+              f"of size {a.size}, best of {a.repeat}, load average {os.getloadavg()[0]:.2f}")
+        print_stages(figures, oracle.name, engine.name)
+        if a.json:
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump(figures, f, indent=1)
+        return 0
     t_gen = float("inf")
     for _ in range(a.repeat):
         t = time.perf_counter()
@@ -175,6 +281,7 @@ def main(argv=None) -> int:
         "loop_cost_vs_torch_executor": round(t_serial / t_exec, 2),
         "loop_cost_vs_torch_plain": round(t_serial / t_plain, 2),
         "divergent_statements": divs, "same_in_parallel": divs == divs_par,
+        "stages": figures,
     }
     print(f"conformance loop: {res['engine']} vs {res['oracle']}, {n} programs of "
           f"{stmts:.1f} statements, {os.cpu_count()} CPUs, best of {a.repeat}, load average "
@@ -189,6 +296,7 @@ def main(argv=None) -> int:
           f"(the loop costs {res['loop_cost_vs_torch_executor']}x)")
     print(f"  torch alone, plain code  {res['torch_plain_per_s']:>7} programs/s  "
           f"(the loop costs {res['loop_cost_vs_torch_plain']}x)")
+    print_stages(figures, oracle.name, engine.name)
     print(f"  divergent statements: {divs} (same with {a.jobs} workers: "
           f"{res['same_in_parallel']})")
     if a.json:

@@ -1,7 +1,9 @@
 """The `gradspec` command line.
 
 Every user error (bad clause ID, bad engine name, corrupt file) ends in one line on stderr and
-exit code 2; a traceback from deep inside is a bug.
+exit code 2; a traceback from deep inside is a bug. `run` and `replay` exit 0 (no divergence),
+1 (divergences) or 3: could not judge, gradspec could not express a statement of a program
+(a harness error: gradspec's own mistake, never the engine's).
 """
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .specdoc import SpecError, load_spec, render_index, spec_dir
+from .spec.reader import SpecError, load_spec, render_index, spec_dir
+
+EXIT_HARNESS = 3    # could not judge: gradspec could not express a statement (a harness error)
 
 
 class UsageError(Exception):
@@ -126,13 +130,13 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "(seed, capabilities, size) -> Program instead of the generator")
     p.add_argument("--xfail", default=None, metavar="FILE",
                    help="expected failures: lines 'ID [@ENGINE,...] REASON', ID a clause, "
-                   "seed:N or a pytest node ID (format: conformance/xfail.py)")
+                   "seed:N or a pytest node ID (format: conformance/judge/xfail.py)")
     p.add_argument("--no-probe", action="store_true",
                    help="do not probe the capabilities the engine declares absent")
 
 
 def _load_xfails(path: str | None):
-    from .xfail import XfailError, load
+    from .judge.xfail import XfailError, load
     if path is None:
         return None
     try:
@@ -155,8 +159,10 @@ def _import_source(path: str):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .campaign.runner import default_source, run_campaign
     from .engines import EngineError
-    from .runner import default_source, print_summary, run_campaign
+    from .judge.compare import is_harness
+    from .reports.report import print_summary
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
     try:
@@ -170,6 +176,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
     print_summary(report, args.out)
+    harness = [d for d in report.divergences if is_harness(d)]
+    if harness:
+        print(f"gradspec: could not judge {len(harness)} program(s): gradspec could not express "
+              f"a statement; first: {harness[0]['first'].splitlines()[0]}", file=sys.stderr)
+        return EXIT_HARNESS
     return report.exit_code
 
 
@@ -181,11 +192,11 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .compare import compare
     from .engines import EngineError, load_engine
-    from .executor import execute
-    from .program import Program, ProgramError
-    from .report import side_by_side
+    from .judge.compare import compare, harness_errors
+    from .judge.executor import execute
+    from .lang.program import Program, ProgramError
+    from .reports.report import side_by_side
     path = Path(args.file)
     if path.is_dir():
         path = path / "program.json"
@@ -203,6 +214,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     o, e = execute(program, oracle), execute(program, engine)
     found = compare(program, o, e)
     print(side_by_side(program, o, e, found), end="")
+    harness = harness_errors(found)
+    if harness:
+        print(f"gradspec: could not judge: {len(harness)} statement(s) gradspec cannot "
+              f"express; {harness[0]}", file=sys.stderr)
+        return EXIT_HARNESS
     print(f"{len(found)} divergence(s) between {engine.name} and {oracle.name}")
     return 1 if found else 0
 
@@ -224,13 +240,17 @@ def _cmd_engines(args: argparse.Namespace) -> int:
     import json
 
     from .engines import EngineError, list_engines, load_engine
-    oracle = None
+    from .judge.probes import check_declarations
+    probe = None
     if args.probe:
         try:
             oracle = load_engine(args.oracle)
         except EngineError as exc:
             raise UsageError(str(exc)) from None
-    rows = list_engines(oracle)
+
+        def probe(engine):
+            return [r.to_json() for r in check_declarations(engine, oracle, absent_only=False)]
+    rows = list_engines(probe)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -264,9 +284,9 @@ def _configure_matrix(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
+    from .campaign.matrix import run_matrix
+    from .campaign.runner import stderr_progress
     from .engines import EngineError
-    from .matrix import run_matrix
-    from .runner import stderr_progress
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
     if not names:
         raise UsageError("--engines names no engine")

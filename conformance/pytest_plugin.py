@@ -10,12 +10,17 @@ Options (also read from the environment, so tox and CI can pass them through):
         dev       fast, random, remembers failures in the Hypothesis database
         ci        derandomized (same programs on every run, serial or `-n auto`), no database
         thorough  long campaigns: many more and longer programs
-    --gradspec-xfail FILE    expected failures (GRADSPEC_XFAIL), the file format of `gradspec run
-                             --xfail` (conformance/xfail.py): a pytest node ID entry marks that
-                             test xfail; a divergence whose clauses include a clause entry is
-                             expected: the test is reported xfailed instead of failed, unless
-                             another divergence is unexpected. Entries with @ENGINE hold only
-                             for that engine (the --engine name, or the adapter's name).
+    --gradspec-xfail FILE    expected failures (GRADSPEC_XFAIL), the file and the matcher of
+                             `gradspec run --xfail` (conformance/judge/xfail.py): a pytest node
+                             ID entry marks that test xfail; a program whose divergences are
+                             attributed to a clause entry's clause (the divergent statements'
+                             own clauses), or whose seed is listed, is expected: the test is
+                             reported xfailed instead of failed. Entries with @ENGINE hold only
+                             for that engine (the --engine name, or the adapter's name). Stale
+                             node-ID entries (matching no collected test of a file the run
+                             collected or of no file at all; or naming only tests that passed)
+                             are listed at the end of the run, as `gradspec run` lists stale
+                             clause and seed entries.
 
 Fixtures: conformance_engine, conformance_oracle (Engine adapters, one per session),
 gradspec_profile (a Profile: Hypothesis settings plus the program size to draw) and
@@ -101,7 +106,7 @@ def chosen(config: pytest.Config) -> dict[str, str]:
 
 def xfail_entries(config: pytest.Config) -> list:
     """The expected-failure file's entries (all engines); [] without one. Read once."""
-    from conformance.xfail import load
+    from conformance.judge.xfail import load
     cached = getattr(config, "_gradspec_xfail", None)
     if cached is None:
         path = chosen(config)["xfail"]
@@ -130,22 +135,71 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"unknown gradspec profile {c['profile']!r} "
                                 f"(choose from {', '.join(PROFILES)})")
     register_profiles()
-    from conformance.xfail import XfailError
+    from conformance.judge.xfail import XfailError
     try:
         xfail_entries(config)
     except XfailError as exc:
         raise pytest.UsageError(f"--gradspec-xfail: {exc}") from None
+    if not config.pluginmanager.has_plugin("gradspec-node-id-entries"):
+        config.pluginmanager.register(NodeIdEntries(config), "gradspec-node-id-entries")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Node-ID entries mark their tests xfail (a parametrized test by its base ID too)."""
-    entries = _for_engine([x for x in xfail_entries(config) if x.kind == "test"],
-                          (chosen(config)["engine"],))
-    for item in items:
-        for x in entries:
-            if item.nodeid == x.id or item.nodeid.startswith(x.id + "["):
+def _test_entries(config: pytest.Config) -> list:
+    """The node-ID entries for the engine under test (by its --engine name)."""
+    return _for_engine([x for x in xfail_entries(config) if x.kind == "test"],
+                       (chosen(config)["engine"],))
+
+
+class NodeIdEntries:
+    """The node-ID entries of the expected-failure file in one pytest run: they mark the tests
+    they name xfail, and what the run collected and how each test ended tells which are stale
+    (conformance/judge/xfail.py, stale_tests). Registered by pytest_configure."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.collected: dict[str, None] = {}
+        self.outcomes: dict[str, str] = {}     # node ID -> passed | failed | skipped
+
+    @pytest.hookimpl(tryfirst=True)     # before deselection: a deselected test is collected
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Node-ID entries mark their tests xfail (a parametrized test by its base ID too)."""
+        from conformance.judge.xfail import marked_tests
+        self.collected.update(dict.fromkeys(item.nodeid for item in items))
+        marked = marked_tests(_test_entries(self.config), [item.nodeid for item in items])
+        for item in items:
+            x = marked.get(item.nodeid)
+            if x is not None:
                 item.add_marker(pytest.mark.xfail(reason=f"{x.id}: {x.reason}", strict=False))
-                break
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under pytest-xdist the controller collects nothing itself: it learns the IDs here."""
+        self.collected.update(dict.fromkeys(ids))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """An xpass counts as passed, an xfail as failed (what it expects happened)."""
+        if report.failed or (report.skipped and hasattr(report, "wasxfail")):
+            self.outcomes[report.nodeid] = "failed"
+        elif report.skipped:
+            self.outcomes.setdefault(report.nodeid, "skipped")
+        elif report.when == "call" and self.outcomes.get(report.nodeid) != "failed":
+            self.outcomes[report.nodeid] = "passed"
+
+    def stale(self) -> list[dict[str, Any]]:
+        from conformance.judge.xfail import stale_tests
+        root = self.config.rootpath
+        return stale_tests(_test_entries(self.config), self.collected, self.outcomes,
+                           lambda path: (root / path).is_file())
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):     # an xdist worker: the controller reports
+            return
+        stale = self.stale()
+        if stale:
+            terminalreporter.section("gradspec: stale expected failures")
+            for x in stale:
+                terminalreporter.write_line(f"stale expected failure, line {x['line']}: "
+                                            f"{x['id']}: {x['stale']}")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -196,17 +250,21 @@ def gradspec_xfail(pytestconfig: pytest.Config, conformance_engine) -> list:
     return [x for x in _for_engine(xfail_entries(pytestconfig), names) if x.kind != "test"]
 
 
-def split_expected(divs: list, entries: list, seed: int | None = None) -> tuple[list, list]:
-    """(unexpected, expected) divergences; each expected one paired with its entry."""
-    from conformance.xfail import match
-    unexpected, expected = [], []
-    for d in divs:
-        x = match(entries, d.clauses, seed)
-        if x is None:
-            unexpected.append(d)
-        else:
-            expected.append((d, x))
-    return unexpected, expected
+def split_expected(divs: list, entries: list, seed: int | None = None,
+                   program=None) -> tuple[list, list]:
+    """(unexpected, expected) divergences of one program, each expected one paired with the
+    entry that expects the program: the matcher of `gradspec run` (conformance/judge/xfail.py),
+    on the clauses the divergences are attributed to in `program` (without a program, on the
+    clauses they list)."""
+    from conformance.judge.xfail import attributed, match
+    if not divs:
+        return [], []
+    clauses = attributed(program, divs) if program is not None else \
+        list(dict.fromkeys(c for d in divs for c in d.clauses))
+    x = match(entries, clauses, seed)
+    if x is None:
+        return list(divs), []
+    return [], [(d, x) for d in divs]
 
 
 def expected_reason(expected: list) -> str:
@@ -230,8 +288,8 @@ def conformance_oracle(pytestconfig: pytest.Config):
 
 def run_both(program, oracle, engine):
     """(oracle trace, engine trace, divergences) of one program."""
-    from conformance.compare import compare
-    from conformance.executor import execute
+    from conformance.judge.compare import compare
+    from conformance.judge.executor import execute
     o, e = execute(program, oracle), execute(program, engine)
     return o, e, compare(program, o, e)
 
@@ -243,7 +301,7 @@ def describe(program, divs: list, engine, traces=()) -> str:
         lines.append(f"  statement {d.path} ({d.op}), {d.what}: oracle {d.oracle}; "
                      f"{engine.name} {d.engine}  [{', '.join(d.clauses)}]")
     try:
-        from conformance.render import render
+        from conformance.reports.render import render
         prelude = engine.render_prelude()
         lines += ["", "repro (plain torch):", render(program, traces=traces)]
         if prelude and prelude != "import torch":
@@ -258,7 +316,7 @@ def check_program(program, oracle, engine, xfails: list = ()) -> None:
     """Fail the test with a readable report if engine and oracle disagree on program; xfail
     it when every divergence is expected by an entry of `xfails` (gradspec_xfail)."""
     o, e, divs = run_both(program, oracle, engine)
-    unexpected, expected = split_expected(divs, list(xfails), program.seed)
+    unexpected, expected = split_expected(divs, list(xfails), program.seed, program)
     if unexpected:
         pytest.fail(describe(program, divs, engine, (o, e)), pytrace=False)
     if expected:

@@ -27,8 +27,10 @@ name.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from importlib import metadata
 
+from ..spec.reader import CAPABILITIES
 from .base import Engine
 
 DEVICES = ("cpu", "cuda")
@@ -131,7 +133,6 @@ def _checked(spec: str, engine: object) -> Engine:
             not all(isinstance(c, str) for c in caps):
         raise EngineError(f"engine {spec!r}: capabilities must be a set of strings, "
                           f"got {caps!r}")
-    from ..specdoc import CAPABILITIES
     unknown = sorted(c for c in caps if c not in CAPABILITIES)
     if unknown:     # a typo would silently turn clauses "not applicable"
         raise EngineError(f"engine {spec!r}: unknown capabilities {', '.join(unknown)} (the "
@@ -151,11 +152,11 @@ def _try_load(name: str, device: str) -> tuple[Engine | None, str]:
         return None, f"engine {name!r}: {_one_line(exc)}"
 
 
-def list_engines(oracle: Engine | None = None) -> list[dict]:
+def list_engines(probe: Callable[[Engine], list[dict]] | None = None) -> list[dict]:
     """What `gradspec engines` shows: every built-in and entry-point engine, loaded on cpu and
-    cuda; a broken one is a row with a one-line `error`, never an exception. With an oracle,
-    every capability is probed (conformance/capabilities.py)."""
-    from ..specdoc import CAPABILITIES
+    cuda; a broken one is a row with a one-line `error`, never an exception. With `probe`,
+    each row that loaded gets `probes`: probe(engine), the capability probes' results (the
+    command line passes conformance/judge/probes.py's check_declarations against an oracle)."""
     names = {n: "built-in" for n in builtin_names()}
     rows: list[dict] = []
     for ep in entry_points():
@@ -181,10 +182,8 @@ def list_engines(oracle: Engine | None = None) -> list[dict]:
         row = {"name": name, "ok": True, "source": where, "version": engine.version,
                "devices": devices, "capabilities": caps,
                "lacks": [c for c in CAPABILITIES if c not in engine.capabilities]}
-        if oracle is not None:
-            from ..capabilities import check_declarations
-            row["probes"] = [r.to_json() for r in
-                             check_declarations(engine, oracle, absent_only=False)]
+        if probe is not None:
+            row["probes"] = probe(engine)
         rows.append(row)
     order = {n: i for i, n in enumerate(names)}
     return sorted(rows, key=lambda r: (order.get(r["name"], -1), r["name"]))

@@ -10,15 +10,24 @@ kinds (spec/errors.md). Capabilities (spec/README.md) say which statements the e
 express: the generator never produces the others, and clauses that need them are reported as
 not applicable.
 
+Granularity. By default the executor hands an adapter one statement at a time. An engine that
+runs regions as one unit (torch.compile: one compiled function) sets `granularity` to "segment"
+(a straight-line run of top-level statements that ends after a backward-like statement, or at
+the end of the program) or "program" (the whole program), and overrides `run_segment`; see
+there. `eager` gives the per-statement twin that localises a divergence found in a unit.
+
 Adapters for engines with a torch-shaped Python API need not implement this by hand:
 conformance/engines/torchlike.py does it for any module that looks like `torch`.
 """
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+
+from ..spec.examples import classify
 
 Tensor = Any        # the engine's tensor type
 Handle = Any        # the engine's hook handle type
@@ -30,6 +39,7 @@ class Engine(ABC):
     version: str = "?"                  # the engine's version string
     device: str = "cpu"
     capabilities: frozenset[str] = frozenset({"core"})
+    granularity: str = "statement"      # "statement" | "segment" | "program": see run_segment
 
     # ---- construction and ops -------------------------------------------------------------
     @abstractmethod
@@ -165,14 +175,42 @@ class Engine(ABC):
         return self.leaf([0.0] * (_numel(self.shape(g)) + 1),
                          [_numel(self.shape(g)) + 1], self.dtype(g), False)
 
+    # ---- running several statements as one unit --------------------------------------------
+    def run_segment(self, body: Callable[[], None], segment: Any) -> None:
+        """Run one segment of a program as one unit (granularity "segment" or "program").
+
+        `body()` runs the segment's statements through this adapter's ordinary methods, with the
+        executor's per-statement bookkeeping inside it, so an engine error in one statement is
+        still caught and recorded on that statement within `body`. An engine runs the body as
+        its unit, e.g. `torch.compile(body)()`, or under a context the whole unit shares.
+        `segment` tells where the unit lies, as data: `.id` ("3-7", its first and last
+        top-level statement), `.index` (0 for the first segment of the program), `.size` (its
+        top-level statement count) and `.statements` (the program's statements, to read only).
+
+        An exception that escapes run_segment means the unit failed as a whole (a compile
+        error): every statement of the segment that had not finished is recorded as an error
+        of that kind, marked as the segment's failure, and the names they bind are dead; if
+        all had finished, the segment's last statement takes the error."""
+        body()
+
+    def eager(self) -> Engine:
+        """The per-statement twin of this engine: the same semantics driven one statement at a
+        time. The executor replays a divergent program on it to find the first statement that
+        differs (conformance/judge/localise.py). The default is this engine itself with
+        granularity "statement"; an engine whose units change how statements run (a compiler)
+        returns the engine it compiles for, e.g. eager torch."""
+        if self.granularity == "statement":
+            return self
+        twin = copy.copy(self)
+        twin.granularity = "statement"
+        return twin
+
     # ---- errors and repros ----------------------------------------------------------------
     def classify_error(self, exc: BaseException) -> str | None:
         """The spec error kind of an exception the engine raised (None: not a spec error)."""
-        from conformance.examples import classify
         return classify(exc)
 
     def classify_warning(self, message: Warning, category: type) -> str | None:
-        from conformance.examples import classify
         return classify(message, category)
 
     def render_prelude(self) -> str | None:

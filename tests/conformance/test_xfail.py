@@ -1,15 +1,26 @@
 """Expected-failure files: the format, bad lines (one
-line, exit 2), expected failures that do not fail the run, and stale entries."""
+line, exit 2), expected failures that do not fail the run, and stale entries; one matcher for
+`gradspec run` and pytest, on the clauses a divergence is attributed to; stale pytest node-ID
+entries."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from conformance.cli import main
+from conformance.judge.xfail import attributed, marked_tests, match, stale_tests
+from conformance.program import Program, Stmt
 from conformance.runner import program_seeds, run_campaign
 from conformance.xfail import XfailError, parse
 from tests.conformance.test_executor import MOD, source
+
+ROOT = Path(__file__).resolve().parents[2]
+NEVER_FREES = "tests.broken_engines.never_frees:factory"
 
 NOWHERE = "LEAF-" + "999"      # built, so that the repo cites no missing clause
 GOOD = f"""\
@@ -104,3 +115,121 @@ def test_the_cli_prints_expected_and_stale(tmp_path, capsys):
     assert code == 0
     assert "expected failure #0 (INPLACE-1: leaves may be modified in place" in out
     assert f"stale expected failure, line 5: {NOWHERE}: matches nothing" in out
+
+
+# ---- one matcher: the clauses a divergence is attributed to ---------------------------------
+def sliced(seed: int = 0, capabilities=None, size: int = 20) -> Program:
+    """A program whose one divergence on never_frees (no GRAPH_FREED at statement 3) is on a
+    statement tagged FREE-1, with GRAPH-1 earlier in its backward slice."""
+    return Program([
+        Stmt("leaf", out="x", params={"values": [1.0], "shape": [], "dtype": "float64",
+                                      "requires_grad": True}),
+        Stmt("call", out="y", args=["x"], params={"fn": "exp"}, clauses=["GRAPH-1"]),
+        Stmt("backward", target="y"),
+        Stmt("backward", target="y", clauses=["FREE-1"]),
+    ], seed=seed)
+
+
+def test_a_divergence_is_attributed_to_its_statements_own_clauses():
+    from conformance.compare import compare
+    from conformance.engines import load_engine
+    from conformance.executor import execute
+    p = sliced()
+    oracle, engine = load_engine("torch"), load_engine(NEVER_FREES)
+    divs = compare(p, execute(p, oracle), execute(p, engine))
+    assert [d.path for d in divs] == ["3"] and set(divs[0].clauses) == {"GRAPH-1", "FREE-1"}
+    assert attributed(p, divs) == ["FREE-1"]
+    assert match(parse("GRAPH-1  in the slice only\n"), attributed(p, divs), p.seed) is None
+    assert match(parse("FREE-1  never frees\n"), attributed(p, divs), p.seed).id == "FREE-1"
+    assert match(parse("seed:7  this program\n"), ["LEAF-1"], 7).id == "seed:7"
+    bare = Program([Stmt.from_json(s.to_json() | {"clauses": []}) for s in p.statements])
+    assert attributed(bare, divs) == divs[0].clauses     # no own clauses: the slice's
+
+
+@pytest.mark.parametrize("entry,expected", [("GRAPH-1", False), ("FREE-1", True)])
+def test_gradspec_run_and_pytest_expect_the_same_divergences(tmp_path, entry, expected):
+    from conformance.engines import load_engine
+    from conformance.pytest_plugin import check_program
+    entries = parse(f"{entry}  never frees saved values\n")
+    report = run_campaign(NEVER_FREES, "torch", count=1, out_dir=tmp_path, progress=None,
+                          source=sliced, xfails=entries, probe=False, shrink=False)
+    assert len(report.expected_failures) == int(expected)
+    assert len(report.divergences) == int(not expected)
+    stale = [x["id"] for x in report.stale_xfails]
+    assert stale == ([] if expected else ["GRAPH-1"])    # counted against FREE-1, not GRAPH-1
+    oracle, engine = load_engine("torch"), load_engine(NEVER_FREES)
+    outcome = pytest.xfail.Exception if expected else pytest.fail.Exception
+    with pytest.raises(outcome):
+        check_program(sliced(), oracle, engine, entries)
+
+
+# ---- pytest node-ID entries: marking and staleness ------------------------------------------
+def test_node_id_entries_mark_tests_and_go_stale():
+    entries = parse("a.py::t  fails\na.py::u  fixed\na.py::gone  renamed\nb.py::t  no file\n"
+                    "c.py::t  not collected\na.py::p  one case fails\n")
+    collected = ["a.py::t", "a.py::u", "a.py::p[1]", "a.py::p[2]", "a.py::pq"]
+    marked = marked_tests(entries, collected)
+    assert {k: v.id for k, v in marked.items()} == {
+        "a.py::t": "a.py::t", "a.py::u": "a.py::u", "a.py::p[1]": "a.py::p",
+        "a.py::p[2]": "a.py::p"}
+    outcomes = {"a.py::t": "failed", "a.py::u": "passed", "a.py::p[1]": "passed",
+                "a.py::p[2]": "failed", "a.py::pq": "passed"}
+    stale = {x["id"]: x["stale"] for x in stale_tests(entries, collected, outcomes,
+                                                       lambda f: f in ("a.py", "c.py"))}
+    assert stale == {"a.py::u": "now passes: 1 test(s) it names passed",
+                     "a.py::gone": "matches nothing: no collected test has that node ID",
+                     "b.py::t": "matches nothing: there is no test file b.py"}
+
+
+SAMPLE = """\
+import pytest
+
+
+def test_passes():
+    pass
+
+
+def test_fails():
+    assert False
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    assert n == 1
+"""
+
+ENTRIES = """\
+test_sample.py::test_fails  fails on purpose
+test_sample.py::test_passes  was fixed since
+test_sample.py::test_param  one case fails
+test_sample.py::test_gone  renamed long ago
+test_missing.py::test_x  its file is gone
+test_other.py::test_y  a file this run does not collect
+test_sample.py::test_passes  @other  another engine's entry
+"""
+
+
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_pytest_reports_stale_node_id_entries(tmp_path, mode):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    (tmp_path / "test_other.py").write_text("def test_y():\n    pass\n")
+    (tmp_path / "xfail.txt").write_text(ENTRIES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADSPEC_", "PYTEST_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "conformance.pytest_plugin", *mode, "test_sample.py",
+                        "--engine", "torch", "--gradspec-xfail", "xfail.txt"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "2 passed" not in r.stdout and "2 xfailed" in r.stdout and "2 xpassed" in r.stdout
+    section = r.stdout.split("gradspec: stale expected failures", 1)[1]
+    stale = [ln for ln in section.splitlines() if ln.startswith("stale expected failure")]
+    assert stale == [
+        "stale expected failure, line 2: test_sample.py::test_passes: now passes: 1 test(s) "
+        "it names passed",
+        "stale expected failure, line 4: test_sample.py::test_gone: matches nothing: no "
+        "collected test has that node ID",
+        "stale expected failure, line 5: test_missing.py::test_x: matches nothing: there is "
+        "no test file test_missing.py",
+    ]

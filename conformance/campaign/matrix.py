@@ -1,0 +1,136 @@
+"""`gradspec matrix`: several engines against one oracle, as a clauses x engines table.
+
+    gradspec matrix --engines refimpl,torch,torch-compile,paddle --count 200 --out matrix
+
+runs one campaign per engine (campaign/runner.py, into OUT/<engine>/) and writes, through
+conformance/reports/pages.py:
+
+    OUT/matrix.html   a self-contained page (inline CSS, no scripts, no network)
+    OUT/matrix.md     the same table in Markdown
+    OUT/matrix.json   the cells as data
+
+Each cell is one of pass / diverges / xfail / n/a (reports/report.py, set_statuses): a clause
+is "pass" only if programs exercised it without divergence. Each cell links to its repro: for
+diverges and xfail, the engine's repro script of the first divergent program on the clause; for
+pass, a program that exercised it (OUT/<engine>/programs/..., replayable with `gradspec
+replay`). Every clause links to its text (spec/<file>.md#<id>). An engine that cannot load gets
+a column of n/a with the reason. The exit code is 0 when the matrix is written: divergences are
+its content (`gradspec run` is the pass/fail gate), 2 for bad usage.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..engines import EngineError, load_engine
+from ..judge.executor import execute
+from ..judge.xfail import Xfail
+from ..reports.pages import STATES, Column, markdown, page
+from ..reports.render import render, render_replay
+from ..reports.report import safe_name
+from ..spec.reader import load_spec, spec_dir
+from .runner import ProgramSource, default_source, program_seeds, run_campaign
+
+
+def _rel(path: str | Path, out: Path) -> str:
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
+    except ValueError:      # another drive: an absolute URI still opens
+        return Path(path).resolve().as_uri()
+
+
+def _write_program(out: Path, folder: Path, index: int, pseed: int, source: ProgramSource,
+                   caps: frozenset[str], size: int, engine_spec: str, oracle_spec: str,
+                   device: str, oracle, prelude: str | None) -> str:
+    """A program that exercised a clause, as program.json and a repro script; returns the
+    script's path relative to OUT."""
+    where = folder / "programs" / f"{index:04d}-seed{pseed}"
+    script = where / "repro.py"
+    if script.exists():
+        return _rel(script, out)
+    program = source(pseed, caps, size)
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "program.json").write_text(program.dumps() + "\n", encoding="utf-8")
+    title = f"gradspec program #{index} of the {engine_spec} campaign (no divergence)"
+    text = render(program, prelude, [execute(program, oracle)], title) if prelude else \
+        render_replay("program.json", engine_spec, oracle_spec, device)
+    script.write_text(text, encoding="utf-8")
+    return _rel(script, out)
+
+
+def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = "gradspec-matrix",
+               count: int = 100, seed: int = 0, size: int = 20, jobs: int = 1,
+               timeout: float = 10.0, device: str = "cpu", xfails: list[Xfail] | None = None,
+               source: ProgramSource = default_source, progress=None,
+               probe: bool = True, spec_url: str | None = None) -> list[Column]:
+    """Run every engine and write OUT/matrix.{html,md,json}; the columns, in `engines` order.
+    An oracle that cannot load is an EngineError (there is no matrix without one). Clause
+    links are relative paths to the spec folder, or under `spec_url` (a page to publish)."""
+    oracle_engine = load_engine(oracle, device)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = load_spec()
+    seeds = program_seeds(seed, count)
+    columns: list[Column] = []
+    for name in engines:
+        folder = out / safe_name(name)
+        try:
+            engine = load_engine(name, device)
+            report = run_campaign(name, oracle, seed=seed, count=count, size=size, jobs=jobs,
+                                  timeout=timeout, out_dir=folder, progress=progress,
+                                  device=device, source=source, xfails=xfails, probe=probe)
+        except EngineError as exc:
+            columns.append(Column(name, False, str(exc)))
+            continue
+        col = Column(name, True, version=report.engine_version, device=report.device,
+                     folder=_rel(folder, out), programs=report.programs,
+                     divergent=len(report.divergences))
+        col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
+                                report.capability_checks if c["verdict"] not in
+                                ("ok", "unprobed")]
+        col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
+        firsts: dict[str, dict[str, Any]] = {}
+        for kind in ("divergences", "expected_failures"):
+            for d in getattr(report, kind):
+                for cid in d["primary"]:
+                    firsts.setdefault(cid, d)
+        caps = frozenset(report.capabilities)
+        prelude = engine.render_prelude()
+        for cid, row in report.clauses.items():
+            cell: dict[str, Any] = {"status": row["status"], "programs": row["programs"],
+                                    "divergences": row["divergences"]}
+            if row["status"] == "n/a":
+                cell["reason"] = row.get("reason", "")
+            elif row["status"] in ("diverges", "xfail") and cid in firsts:
+                d = firsts[cid]
+                cell["repro"] = _rel(d["repro_engine"], out)
+                cell["traces"] = _rel(d["traces"], out)
+                if d.get("xfail"):
+                    cell["reason"] = d["xfail"]["reason"]
+                elif row.get("reason"):     # diverged on a clause it lacks a capability for
+                    cell["reason"] = row["reason"]
+            elif row["status"] == "pass" and cid in report.first_programs:
+                i = report.first_programs[cid]
+                cell["repro"] = _write_program(out, folder, i, seeds[i], source, caps, size,
+                                               name, oracle, device, oracle_engine, prelude)
+            col.cells[cid] = cell
+        columns.append(col)
+    clauses = [c.id for c in spec.active()]
+    base = spec_url.rstrip("/") if spec_url else _rel(spec_dir(), out)
+    links = {cid: f"{base}/{spec.clauses[cid].file}#{cid.lower()}" for cid in clauses}
+    meta = {"oracle": oracle, "oracle_version": oracle_engine.version, "spec": spec.version,
+            "seed": seed, "count": count, "size": size, "device": device}
+    (out / "matrix.json").write_text(json.dumps(
+        {**meta, "clauses": {cid: {"title": spec.clauses[cid].title, "link": links[cid]}
+                             for cid in clauses},
+         "engines": [c.__dict__ for c in columns]}, indent=1) + "\n", encoding="utf-8")
+    (out / "matrix.md").write_text(markdown(spec, clauses, links, columns, meta),
+                                   encoding="utf-8")
+    (out / "matrix.html").write_text(page(spec, clauses, links, columns, meta),
+                                     encoding="utf-8")
+    return columns
+
+
+__all__ = ["Column", "STATES", "markdown", "page", "run_matrix"]

@@ -1,0 +1,195 @@
+"""Capability declarations, checked both ways (spec/README.md, "Capability vocabulary").
+
+An engine declares the capabilities it has (Engine.capabilities). The generator never draws a
+statement that needs one the engine lacks, and a clause whose `requires` names one is "not
+applicable" for it, never "pass" (reports/report.py, clause_rows). A declared capability
+that does not work shows up as divergences in the campaign itself. The other direction is
+checked here: a capability declared *absent* is probed, and if it works after all, that is
+reported (the engine could be tested on more clauses than it claims).
+
+A probe is a small program (conformance/lang/program.py) that uses the capability in the way its
+clauses do; it runs on the engine and on the oracle through the adapter, and the capability
+"works" when the traces agree (comparator and all). An adapter method that raises
+NotImplementedError, or an engine error, makes the probe fail. `node_hooks` is probed through
+the engine's torch-shaped module when the adapter is a plain view of one (it renders repros as
+`import X as torch`), and is left unprobed otherwise (the probe predates the `node_hook`
+program statement).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..engines.base import Engine
+from ..lang.program import Program, Stmt
+from ..spec.reader import CAPABILITIES
+from .compare import compare
+from .executor import execute
+
+
+def _leaf(out: str, values: list[float], shape: list[int], rg: bool = True) -> Stmt:
+    return Stmt("leaf", out=out, params={"values": values, "shape": shape,
+                                         "dtype": "float64", "requires_grad": rg})
+
+
+def _call(out: str, fn: str, *args: Any, **kw: Any) -> Stmt:
+    return Stmt("call", out=out, args=list(args), params={"fn": fn, "kw": kw})
+
+
+def _see(target: str, what: str) -> Stmt:
+    return Stmt("observe", target=target, params={"what": what})
+
+
+def _backward(target: str, retain_graph: bool | None = None) -> Stmt:
+    return Stmt("backward", target=target, params={"retain_graph": retain_graph})
+
+
+X = _leaf("x", [1.0, -2.0, 0.5, 3.0], [4])
+
+# capability -> statements that work on an engine that has it (and raise on one that lacks it)
+PROBES: dict[str, list[Stmt]] = {
+    "core": [X, _call("y", "mul", "x", 3.0), _call("s", "sum", "y"), _backward("s"),
+             _see("x", "grad"), _see("y", "is_leaf"), _see("y", "requires_grad")],
+    "grad_fn": [X, _call("y", "mul", "x", 2.0), _see("y", "grad_fn"),
+                _see("y", "next_functions"), _see("x", "grad_fn")],
+    "retain_grad": [X, _call("y", "mul", "x", 2.0), Stmt("retain_grad", target="y"),
+                    _call("s", "sum", "y"), _backward("s"), _see("y", "grad"),
+                    _see("y", "retains_grad")],
+    "hooks": [X, _call("y", "mul", "x", 2.0),
+              Stmt("hook", out="h", target="y", params={"behaviour": "scale", "factor": 2.0,
+                                                        "label": "h"}),
+              Stmt("hook", out="k", target="x", params={"behaviour": "record", "label": "k"}),
+              Stmt("remove", target="k"), _call("s", "sum", "y"), _backward("s"),
+              _see("x", "grad")],
+    "post_accumulate_hooks": [X, Stmt("post_hook", out="h", target="x", params={"label": "h"}),
+                              _call("y", "mul", "x", 2.0), _call("s", "sum", "y"),
+                              _backward("s")],
+    "version_counter": [X, _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False), _see("c", "version"),
+                        Stmt("inplace", target="c", args=[1.0], params={"fn": "add_"}),
+                        _see("c", "version"), _call("y", "exp", "x"), _call("s", "sum", "y"),
+                        Stmt("inplace", target="y", args=[2.0], params={"fn": "mul_"}),
+                        _backward("s")],        # VERSION_MISMATCH: exp saved its output
+    "views": [X, Stmt("view", out="v", target="x", params={"fn": "view", "kw": {"shape": [2, 2]}}),
+              Stmt("view", out="w", target="v", params={"fn": "t", "kw": {}}),
+              Stmt("getitem", out="g", target="w", params={"index": [1]}),
+              _see("w", "value"), _see("g", "value"), _call("s", "sum", "g"), _backward("s"),
+              _see("x", "grad")],
+    "inplace": [X, _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False),
+                Stmt("inplace", target="c", args=[1.0], params={"fn": "add_"}),
+                Stmt("setitem", target="c", args=[5.0], params={"index": [0]}),
+                _see("c", "value"), _call("y", "mul", "x", "c"),
+                Stmt("inplace", target="y", args=[], params={"fn": "neg_"}),
+                _call("s", "sum", "y"), _backward("s"), _see("x", "grad"),
+                Stmt("inplace", target="x", args=[1.0], params={"fn": "add_"})],  # LEAF_INPLACE
+    "autograd_grad": [X, _call("y", "mul", "x", "x"), _call("s", "sum", "y"),
+                      Stmt("grad", params={"outputs": ["s"], "inputs": ["x"],
+                                           "grad_outputs": None, "retain_graph": None,
+                                           "allow_unused": False, "outs": ["g"]}),
+                      _see("x", "grad")],
+    "grad_modes": [X, Stmt("mode", params={"mode": "no_grad"},
+                           body=[_call("y", "mul", "x", 2.0), _see("y", "requires_grad"),
+                                 Stmt("mode", params={"mode": "enable_grad"},
+                                      body=[_call("z", "mul", "x", 2.0),
+                                            _see("z", "requires_grad")])]),
+                   Stmt("mode", params={"mode": "set_grad_enabled", "enabled": False},
+                        body=[_call("u", "exp", "x"), _see("u", "requires_grad")])],
+    "retain_graph": [X, _call("y", "exp", "x"), _call("s", "sum", "y"),
+                     _backward("s", retain_graph=True), _backward("s"), _see("x", "grad"),
+                     _backward("s")],           # GRAPH_FREED
+    "warnings": [X, _call("y", "mul", "x", 2.0), _see("y", "grad")],    # RETAIN-7 warns
+    "backward_inputs": [X, _leaf("w", [2.0], [], rg=True), _call("y", "mul", "x", "w"),
+                        _call("s", "sum", "y"),
+                        Stmt("backward", target="s", params={"inputs": ["w"]}),
+                        _see("x", "grad"), _see("w", "grad"),
+                        Stmt("backward", target="s", params={"inputs": []})],  # raises
+}
+
+
+def _node_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
+    """grad_fn.register_hook and register_prehook, through the engine's torch-shaped module."""
+    torch = getattr(engine, "torch", None)
+    if torch is None or engine.render_prelude() is None:
+        return None, "no probe: node hooks need a torch-shaped module that is the engine"
+    calls: list[str] = []
+    try:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.grad_fn.register_prehook(lambda go: calls.append("pre"))
+        y.grad_fn.register_hook(lambda gi, go: calls.append("post"))
+        y.sum().backward()
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    if calls != ["pre", "post"]:
+        return False, f"node hooks called {calls}, expected ['pre', 'post']"
+    return True, "grad_fn.register_prehook and register_hook run, in that order"
+
+
+def probe_program(capability: str) -> Program:
+    return Program([Stmt.from_json(s.to_json()) for s in PROBES[capability]],
+                   meta={"probe": capability})
+
+
+@dataclass
+class ProbeResult:
+    capability: str
+    declared: bool
+    works: bool | None       # None: no probe, or the oracle cannot run it
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        if self.works is None:
+            return "unprobed"
+        if self.works == self.declared:
+            return "ok"
+        return "declared but fails" if self.declared else "declared absent but works"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+    def __str__(self) -> str:
+        state = "declared" if self.declared else "declared absent"
+        return f"{self.capability} ({state}): {self.verdict}: {self.detail}"
+
+
+def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
+    """Does `capability` work on `engine`, judged against `oracle`?"""
+    declared = capability in engine.capabilities
+    if capability == "node_hooks":
+        works, detail = _node_hooks_via_module(engine)
+        return ProbeResult(capability, declared, works, detail)
+    if capability not in PROBES:
+        return ProbeResult(capability, declared, None, "no probe for this capability")
+    if capability not in oracle.capabilities:
+        return ProbeResult(capability, declared, None, f"the oracle {oracle.name} lacks it")
+    program = probe_program(capability)
+    o, e = execute(program, oracle), execute(program, engine)
+    if any(ev.status == "error" and ev.error == "OTHER" for ev in o.events):
+        bad = next(ev for ev in o.events if ev.error == "OTHER")
+        return ProbeResult(capability, declared, None,
+                           f"the probe fails on the oracle: {bad.message}")
+    found = compare(program, o, e)
+    if not found:
+        return ProbeResult(capability, declared, True, "the probe program runs as on the oracle")
+    d = found[0]
+    return ProbeResult(capability, declared, False,
+                       f"statement {d.path} ({d.op}): {d.what}: oracle {d.oracle}; "
+                       f"engine {d.engine}"[:300])
+
+
+def check_declarations(engine: Engine, oracle: Engine, absent_only: bool = True,
+                       progress: Callable[[str], None] | None = None) -> list[ProbeResult]:
+    """Probe the capabilities `engine` declares absent (all of them with absent_only=False),
+    in vocabulary order."""
+    out = []
+    for cap in CAPABILITIES:
+        if absent_only and cap in engine.capabilities:
+            continue
+        if progress:
+            progress(cap)
+        out.append(probe(engine, oracle, cap))
+    return out
+
+
+__all__ = ["PROBES", "ProbeResult", "check_declarations", "probe", "probe_program"]

@@ -1,0 +1,132 @@
+"""Segments: the runs of a program's statements that an engine may run as one unit.
+
+An engine's `granularity` (conformance/engines/base.py) says what it is handed:
+
+    statement   one statement at a time (the default; no segments)
+    segment     a straight-line run of top-level statements that ends after a backward-like
+                statement (one whose kind has `ends_segment`, or a grad-mode block holding
+                one), or at the end of the program
+    program     the whole program as one segment
+
+A segment's id is "first-last", its first and last top-level statement indices ("0-5"); every
+Event of a statement in it carries that id, and so does every Divergence found there
+(conformance/judge/compare.py), with `localised_to`: where an eager replay of the program first
+differs (conformance/judge/localise.py). `run` is how the executor runs a program on an engine
+whose granularity is not "statement": one `Engine.run_segment` call per segment, each given a
+body that runs the segment's statements through the executor's ordinary per-statement path.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..kinds import KINDS, of
+from ..lang.program import Stmt
+from ..lang.trace import OTHER, Event
+
+GRANULARITIES = ("statement", "segment", "program")
+UNIT = "unit"   # a Divergence's localised_to when the eager replay does not diverge
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Top-level statements first..last (inclusive) of a program, run as one unit."""
+
+    index: int                  # 0 for the program's first segment
+    first: int
+    last: int
+    statements: list[Stmt]      # the program's top-level statements (all of them)
+
+    @property
+    def id(self) -> str:
+        return f"{self.first}-{self.last}"
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def walk(self) -> Iterator[tuple[str, Stmt]]:
+        """(path, stmt) for every statement of the segment, depth first, as Program.walk."""
+        for i in range(self.first, self.last + 1):
+            yield from _walk(self.statements[i], str(i))
+
+
+def _walk(s: Stmt, path: str) -> Iterator[tuple[str, Stmt]]:
+    yield path, s
+    for j, b in enumerate(s.body):
+        yield from _walk(b, f"{path}.{j}")
+
+
+def ends_segment(s: Stmt) -> bool:
+    """Whether a segment ends after this statement: it is backward-like, or holds one."""
+    kind = KINDS.get(s.op)      # an unknown op is the executor's harness error, not ours
+    return (kind is not None and kind.ends_segment) or any(ends_segment(b) for b in s.body)
+
+
+def split(statements: list[Stmt], granularity: str = "segment") -> list[Segment]:
+    """The segments of a program's top-level statements, in order."""
+    if granularity not in GRANULARITIES[1:]:
+        raise ValueError(f"no segments for granularity {granularity!r}; "
+                         f"an engine's granularity is one of {GRANULARITIES}")
+    if not statements:
+        return []
+    if granularity == "program":
+        return [Segment(0, 0, len(statements) - 1, statements)]
+    out: list[Segment] = []
+    first = 0
+    for i, s in enumerate(statements):
+        if ends_segment(s) or i == len(statements) - 1:
+            out.append(Segment(len(out), first, i, statements))
+            first = i + 1
+    return out
+
+
+def run(x: Any, statements: list[Stmt], granularity: str) -> None:
+    """Run a program's statements as units on x.e (the executor's run in progress, with
+    `e`, `trace`, `dead`, `current` and `stmt(s, path)`)."""
+    for g in split(statements, granularity):
+        start = len(x.trace.events)
+        done: list[int] = []
+
+        def body(g: Segment = g, done: list[int] = done) -> None:
+            for i in range(g.first, g.last + 1):
+                x.stmt(g.statements[i], str(i))
+                done.append(i)
+        try:
+            x.e.run_segment(body, g)
+        except Exception as exc:  # the unit failed as a whole: the engine's error is data
+            x.current = None
+            _fail(x, g, start, done, exc)
+        for ev in x.trace.events[start:]:
+            ev.segment = g.id
+
+
+def _fail(x: Any, g: Segment, start: int, done: list[int], exc: Exception) -> None:
+    """Record the failure of unit g on every statement of it that had not finished (on its
+    last statement if all had): status error, the kind of exc, a message naming the segment.
+    Nested statements that had finished keep their events; the segment's events are put back
+    in program order."""
+    unfinished = {i for i in range(g.first, g.last + 1) if i not in done} or {g.last}
+    kind = x.e.classify_error(exc) or OTHER
+    first = (str(exc).strip().splitlines() or [""])[0]
+    message = f"segment {g.id} failed as a unit: {type(exc).__name__}: {first[:300]}"
+    had = {ev.path: ev for ev in x.trace.events[start:]}
+    events: list[Event] = []
+    for path, s in g.walk():
+        ev = had.get(path)
+        if int(path.split(".")[0]) in unfinished and (ev is None or "." not in path):
+            ev = ev or Event(path, s.op)
+            ev.status, ev.error, ev.message = "error", kind, message
+            x.dead.update(_binds(s))
+        if ev is not None:
+            events.append(ev)
+    x.trace.events[start:] = events
+
+
+def _binds(s: Stmt) -> list[str]:
+    """The names s binds; a statement gradspec cannot express binds at most its `out`."""
+    try:
+        return [n for n in of(s.op).binds(s) if isinstance(n, str)]
+    except Exception:  # noqa: BLE001 - a malformed statement, a harness error of its own
+        return [s.out] if isinstance(s.out, str) else []

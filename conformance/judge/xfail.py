@@ -1,0 +1,218 @@
+"""Expected-failure files (`gradspec run --xfail FILE`, `gradspec matrix --xfail FILE`, pytest's
+`--gradspec-xfail FILE`) and the one matcher that decides what they expect.
+
+One entry per line:
+
+    ID [@ENGINE[,ENGINE...]] REASON
+
+    # paddle has no warnings at all
+    RETAIN-7  @paddle  no NONLEAF_GRAD_ACCESS warning  https://github.com/PaddlePaddle/Paddle/issues/1
+    VER-3     @torch-compile  _version counts a compiled in-place op twice
+    seed:123456789  this one program hangs the engine
+
+ID is a clause ID (`LEAF-5`), a generated program's seed (`seed:N`, the `program_seed` of
+report.json), or a pytest node ID (anything with `::`; for pytest runs, ignored by `gradspec
+run`). `@ENGINE` limits the entry to engines of those names (as given to --engine); without it,
+it holds for every engine. REASON is required: say why, with a link to the upstream issue where
+there is one. Blank lines and lines starting with `#` are ignored.
+
+One matcher serves `gradspec run` (conformance/campaign/runner.py) and the pytest plugin alike.
+The divergences of one program are attributed to clauses (`attributed`): the divergent
+statements' own clauses, the ones the report's per-clause table counts the divergence against;
+only when none of those statements carries a clause (a hand-written program, a whole-program
+crash) the clauses involved in them (the backward slice the comparator lists). The program is an
+expected failure when a clause entry names one of its attributed clauses, or a seed entry its
+seed (`match`): it is reported, but does not fail the run or the test. A pytest node-ID entry
+marks the tests it names xfail: the test itself, and every parametrization of it
+(`Xfail.matches_test`).
+
+An entry is stale when it matches nothing (no such clause in the spec; a seed no program of the
+run has; a node ID no collected test has, in a test file the run collected or that does not
+exist), or when what it names now passes (the clause was exercised without divergence; the
+program ran clean; every test it names that ran passed). Stale entries are reported (`stale`,
+`stale_tests`); a clause the run did not exercise, or a test file it did not collect, is neither
+confirmed nor stale. A line that cannot be read is a one-line error (exit code 2).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
+_SEED = re.compile(r"^seed:([0-9]+)$")
+_ENGINE = re.compile(r"^@([A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*)$")
+
+
+class XfailError(ValueError):
+    """A line of an expected-failure file is malformed; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Xfail:
+    id: str                          # "LEAF-5", "seed:123", or a pytest node ID
+    reason: str
+    engines: tuple[str, ...] = ()    # empty: every engine
+    line: int = 0
+
+    @property
+    def kind(self) -> str:
+        if _CLAUSE.match(self.id):
+            return "clause"
+        return "seed" if _SEED.match(self.id) else "test"
+
+    @property
+    def seed(self) -> int | None:
+        m = _SEED.match(self.id)
+        return int(m.group(1)) if m else None
+
+    def applies_to(self, engine: str) -> bool:
+        return not self.engines or engine in self.engines
+
+    def matches_test(self, nodeid: str) -> bool:
+        """Does this node-ID entry name the test `nodeid` (itself, or a parametrization)?"""
+        return self.kind == "test" and (nodeid == self.id or nodeid.startswith(self.id + "["))
+
+    @property
+    def test_file(self) -> str:
+        """The file part of a node-ID entry (before the first `::`)."""
+        return self.id.split("::", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "reason": self.reason, "engines": list(self.engines),
+                "line": self.line}
+
+
+def parse(text: str, where: str = "xfail file") -> list[Xfail]:
+    entries: list[Xfail] = []
+    seen: dict[tuple[str, tuple[str, ...]], int] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        ident, rest = parts[0], parts[1].strip() if len(parts) > 1 else ""
+        if not (_CLAUSE.match(ident) or _SEED.match(ident) or "::" in ident):
+            raise XfailError(f"{where}:{n}: {ident!r} is not a clause ID (LEAF-5), a program "
+                             f"seed (seed:N) or a pytest node ID (path::test)")
+        engines: tuple[str, ...] = ()
+        if rest.startswith("@"):
+            tag, _, rest = rest.partition(" ")
+            if not _ENGINE.match(tag):
+                raise XfailError(f"{where}:{n}: bad engine list {tag!r} (write @name,name)")
+            engines = tuple(tag[1:].split(","))
+            rest = rest.strip()
+        if not rest:
+            raise XfailError(f"{where}:{n}: {ident} has no reason (say why, with a link to the "
+                             f"upstream issue where there is one)")
+        key = (ident, engines)
+        if key in seen:
+            raise XfailError(f"{where}:{n}: {ident} is listed twice (first on line {seen[key]})")
+        seen[key] = n
+        entries.append(Xfail(ident, rest, engines, n))
+    return entries
+
+
+def load(path: str | Path) -> list[Xfail]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise XfailError(f"cannot read {p}: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse(text, str(p))
+
+
+def for_engine(entries: list[Xfail], engine: str) -> list[Xfail]:
+    return [x for x in entries if x.applies_to(engine)]
+
+
+def attributed(program: Any, divergences: Iterable[Any]) -> list[str]:
+    """The clauses the divergences of `program` are attributed to, in first-seen order: the
+    divergent statements' own clauses; when none of them carries any, the clauses the
+    divergences list as involved (their backward slices)."""
+    stmts = dict(program.walk())
+    own: dict[str, None] = {}
+    involved: dict[str, None] = {}
+    for d in divergences:
+        involved.update(dict.fromkeys(d.clauses))
+        if d.path in stmts:
+            own.update(dict.fromkeys(stmts[d.path].clauses))
+    return list(own or involved)
+
+
+def match(entries: list[Xfail], clauses: list[str], program_seed: int | None) -> Xfail | None:
+    """The first entry that expects a program's divergences: a clause entry naming one of the
+    clauses they are attributed to (`attributed`), or a seed entry with this program seed."""
+    for x in entries:
+        if x.kind == "clause" and x.id in clauses:
+            return x
+        if x.kind == "seed" and x.seed == program_seed:
+            return x
+    return None
+
+
+def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[str, Any]],
+          seeds: dict[int, bool], used: set[int]) -> list[dict[str, Any]]:
+    """Stale entries, each with why. `rows`: the report's per-clause rows; `seeds`: program
+    seed -> whether that program diverged; `used`: lines of entries that matched a divergence."""
+    out = []
+    for x in entries:
+        why = None
+        if x.kind == "clause":
+            row = rows.get(x.id)
+            if x.id not in known_clauses:
+                why = "matches nothing: no such clause in the spec"
+            elif row and row.get("applicable") and row.get("programs") and \
+                    x.line not in used and not row.get("divergences"):
+                why = f"now passes: {row['programs']} programs exercised it without divergence"
+        elif x.kind == "seed":
+            if x.seed not in seeds:
+                why = "matches nothing: no program of this run has that seed"
+            elif not seeds[x.seed]:
+                why = "now passes: the program ran without divergence"
+        if why:
+            out.append({**x.to_json(), "stale": why})
+    return out
+
+
+def marked_tests(entries: list[Xfail], nodeids: Iterable[str]) -> dict[str, Xfail]:
+    """Node ID -> the first node-ID entry that names that test."""
+    tests = [x for x in entries if x.kind == "test"]
+    out: dict[str, Xfail] = {}
+    for nodeid in nodeids:
+        x = next((x for x in tests if x.matches_test(nodeid)), None)
+        if x is not None:
+            out[nodeid] = x
+    return out
+
+
+def stale_tests(entries: list[Xfail], collected: Iterable[str], outcomes: Mapping[str, str],
+                file_exists: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """Stale node-ID entries, each with why. `collected`: the node IDs of the run;
+    `outcomes`: node ID -> passed | failed | skipped for the tests that ran (an xfailed test
+    is failed: the failure it expects happened); `file_exists(path)`: is there such a test
+    file. An entry whose file exists but was not collected is not judged."""
+    collected = list(collected)
+    files = {n.split("::", 1)[0] for n in collected}
+    out = []
+    for x in entries:
+        if x.kind != "test":
+            continue
+        named = [n for n in collected if x.matches_test(n)]
+        ran = [outcomes[n] for n in named if outcomes.get(n) in ("passed", "failed")]
+        why = None
+        if not named and x.test_file in files:
+            why = "matches nothing: no collected test has that node ID"
+        elif not named and not file_exists(x.test_file):
+            why = f"matches nothing: there is no test file {x.test_file}"
+        elif ran and all(r == "passed" for r in ran):
+            why = f"now passes: {len(ran)} test(s) it names passed"
+        if why:
+            out.append({**x.to_json(), "stale": why})
+    return out
+
+
+__all__ = ["Xfail", "XfailError", "attributed", "for_engine", "load", "marked_tests", "match",
+           "parse", "stale", "stale_tests"]

@@ -1,0 +1,277 @@
+"""What `gradspec run` and `gradspec replay` write and print.
+
+Per divergent program, a folder under OUT/divergences/:
+    program.json         the (minimized) program; `gradspec replay` reads it
+    divergence.json      the divergences (with clause IDs) and both traces
+    traces.txt           the two traces side by side, differing statements marked
+    repro_torch.py       the program as plain torch code
+    repro_<engine>.py    the same on the engine under test (`import X as torch`), or a script
+                         that runs `gradspec replay` for engines without a torch-shaped module
+OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
+repro paths; `clause_table` is the table `print_summary` prints at the end of a run.
+
+Per clause, a status: pass (exercised, no divergence), diverges, xfail (diverges, as an
+expected-failure file says) or n/a, with the reason: the engine lacks a capability the clause
+requires, the clause's `since` is newer than the oracle's release, or no program of the run
+exercised it. A clause is never "pass" unless programs exercised it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..engines.base import Engine
+from ..judge.compare import Divergence, outcome
+from ..judge.executor import VALUED
+from ..lang.program import Program
+from ..lang.trace import Event, Trace
+from .render import render, render_replay, statement
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "engine"
+
+
+def _cell(ev: Event | None) -> str:
+    if ev is None:
+        return "-"
+    text = outcome(ev)
+    if ev.op in VALUED and ev.status == "ok":
+        text = json.dumps(ev.value)
+    if ev.warnings:
+        text += f" warns {','.join(ev.warnings)}"
+    if ev.hooks:
+        text += " hooks " + " ".join(f"{h[0]}={json.dumps(h[1])}" for h in ev.hooks)
+    return text
+
+
+def side_by_side(program: Program, oracle: Trace | None, engine: Trace | None,
+                 divergences: list[Divergence], width: int = 60) -> str:
+    """One row per statement: source, oracle, engine; '!!' marks a divergent statement."""
+    bad = {d.path for d in divergences}
+    ob = oracle.by_path() if oracle else {}
+    eb = engine.by_path() if engine else {}
+    oname = f"oracle {oracle.engine} {oracle.version}" if oracle else "oracle"
+    ename = f"engine {engine.engine} {engine.version}" if engine else "engine"
+    rows = [f"   {'path':<6} {'statement':<{width}}  {oname}  ||  {ename}"]
+    for path, s in program.walk():
+        src = statement(s, path)[0]
+        depth = path.count(".")
+        src = ("    " * depth + src)[:width]
+        mark = "!!" if path in bad else "  "
+        rows.append(f"{mark} {path:<6} {src:<{width}}  {_cell(ob.get(path))}  ||  "
+                    f"{_cell(eb.get(path))}")
+    rows.append("")
+    rows += [str(d) for d in divergences]
+    return "\n".join(rows) + "\n"
+
+
+def write_divergence(folder: Path, program: Program, oracle: Trace | None,
+                     engine_trace: Trace | None, divergences: list[Divergence],
+                     engine: Engine, engine_spec: str, oracle_spec: str) -> dict[str, str]:
+    """Write one divergence folder; returns the paths written, by role."""
+    folder.mkdir(parents=True, exist_ok=True)
+    traces = [t for t in (oracle, engine_trace) if t is not None]
+    first = divergences[0] if divergences else None
+    title = (f"gradspec divergence: {engine.name} vs {oracle_spec}"
+             + (f", statement {first.path}: {first.what} [{', '.join(first.clauses)}]"
+                if first and first.path else f": {first.what}" if first else ""))
+    paths = {"program": folder / "program.json", "divergence": folder / "divergence.json",
+             "traces": folder / "traces.txt", "repro_torch": folder / "repro_torch.py"}
+    ename = safe_name(engine.name)
+    paths["repro_engine"] = folder / f"repro_{ename if ename != 'torch' else 'engine'}.py"
+    paths["program"].write_text(program.dumps() + "\n", encoding="utf-8")
+    paths["divergence"].write_text(json.dumps({
+        "engine": engine_spec, "oracle": oracle_spec, "device": engine.device,
+        "divergences": [d.to_json() for d in divergences],
+        "oracle_trace": oracle.to_json() if oracle else None,
+        "engine_trace": engine_trace.to_json() if engine_trace else None,
+    }, indent=1) + "\n", encoding="utf-8")
+    paths["traces"].write_text(side_by_side(program, oracle, engine_trace, divergences),
+                               encoding="utf-8")
+    guard_all = not traces      # a crash or hang: which statements raise is unknown
+    paths["repro_torch"].write_text(render(program, "import torch", traces, title, guard_all),
+                                    encoding="utf-8")
+    prelude = engine.render_prelude()
+    paths["repro_engine"].write_text(
+        render(program, prelude, traces, title, guard_all) if prelude else
+        render_replay("program.json", engine_spec, oracle_spec, engine.device),
+        encoding="utf-8")
+    return {k: str(v) for k, v in paths.items()}
+
+
+@dataclass
+class Report:
+    engine: str
+    engine_version: str
+    device: str
+    oracle: str
+    oracle_version: str
+    spec_version: str
+    seed: int
+    count: int
+    size: int
+    jobs: int
+    programs: int = 0                       # programs run to the end (or crashed/timed out)
+    clauses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+    oracle_failures: list[dict[str, Any]] = field(default_factory=list)  # not divergences
+    seconds: float = 0.0
+    # divergences that do not fail the run: as an expected-failure file says, or on clauses
+    # newer than the oracle's release (each entry says which)
+    expected_failures: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)
+    stale_xfails: list[dict[str, Any]] = field(default_factory=list)
+    capability_checks: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)   # engine's & oracle's, sorted
+    first_programs: dict[str, int] = field(default_factory=dict)  # clause -> program index
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.divergences else 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["divergent_programs"] = len(self.divergences)
+        return d
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
+                divergent: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per active clause: programs that exercised it, divergent programs citing it, and
+    whether the engine can express it at all (its `requires` are all capabilities)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for c in spec.active():
+        applicable = all(r in capabilities for r in c.requires)
+        rows[c.id] = {"programs": exercised.get(c.id, 0), "divergences": divergent.get(c.id, 0),
+                      "applicable": applicable}
+    for cid in exercised:   # clauses tagged in programs but absent from the spec
+        rows.setdefault(cid, {"programs": exercised[cid], "divergences": divergent.get(cid, 0),
+                              "applicable": True})
+    return rows
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a version string: '2.13.0+cpu' -> (2, 13, 0), '2.2.0a0+git1' ->
+    (2, 2, 0), '2.13.0 (aot_eager)' -> (2, 13, 0), '1.11' -> (1, 11); None if it has none."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def newer_than(since: str, version: str) -> bool:
+    """Is a clause dated `since` (a torch release) newer than the oracle `version`? An
+    unreadable version is taken as new enough for every clause."""
+    a, b = release(since), release(version)
+    if a is None or b is None:
+        return False
+    n = max(len(a), len(b))
+    return a + (0,) * (n - len(a)) > b + (0,) * (n - len(b))
+
+
+def apply_oracle_version(spec, rows: dict[str, dict[str, Any]], oracle_version: str) -> set[str]:
+    """Clauses newer than the oracle's release become not applicable, with the reason; returns
+    their IDs."""
+    newer = set()
+    for cid, row in rows.items():
+        c = spec.clauses.get(cid)
+        if c is not None and newer_than(c.since, oracle_version):
+            newer.add(cid)
+            if row["applicable"]:
+                row["applicable"] = False
+                row["reason"] = f"since torch {c.since}, newer than the oracle ({oracle_version})"
+    return newer
+
+
+def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[str],
+                 expected: dict[str, int], programs: int,
+                 too_new: set[str] | frozenset[str] = frozenset(),
+                 not_generated: Mapping[str, str] | None = None) -> None:
+    """Add `status` (pass | diverges | xfail | n/a) and, for n/a, `reason` to each row.
+    `expected`: clause -> divergent programs on it that an expected-failure entry covers;
+    `too_new`: clauses newer than the oracle; `not_generated`: clause -> why the program
+    source never draws it (the generator's NOT_GENERATED, handed in by the campaign), the
+    reason an unexercised one gets. A clause whose `requires` the engine lacks is
+    n/a, unless statements tagged with it diverged anyway: the generator drew them for this
+    engine, so they are divergences to see."""
+    for cid, row in rows.items():
+        c = spec.clauses.get(cid)
+        lacking = [r for r in c.requires if r not in capabilities] if c is not None else []
+        if row["divergences"] and cid not in too_new:
+            row["status"] = "xfail" if expected.get(cid, 0) >= row["divergences"] else \
+                "diverges"
+            if lacking:
+                row["reason"] = f"diverged, though it requires {', '.join(lacking)}, which " \
+                                f"the engine lacks"
+        elif not row["applicable"]:
+            row["status"] = "n/a"
+            if "reason" not in row:
+                row["reason"] = f"the engine lacks {', '.join(lacking)}" if lacking else \
+                    "not applicable"
+        elif not row["programs"]:
+            row["status"] = "n/a"
+            row["reason"] = _why_unexercised(cid, programs, not_generated or {})
+        else:
+            row["status"] = "pass"
+
+
+def clause_table(rows: dict[str, dict[str, Any]]) -> str:
+    w = max([len(c) for c in rows] + [6])
+    out = [f"{'clause':<{w}}  {'programs':>8}  {'divergences':>11}"]
+    for cid, r in rows.items():
+        if not r["applicable"]:
+            out.append(f"{cid:<{w}}  {'n/a':>8}  {'n/a':>11}")
+        else:
+            out.append(f"{cid:<{w}}  {r['programs']:>8}  {r['divergences']:>11}")
+    return "\n".join(out)
+
+
+def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) -> str:
+    if cid.startswith("UNSPEC-"):
+        return "left open by the spec (spec/unspecified.md): never compared"
+    if cid in not_generated:
+        return f"not generated ({not_generated[cid]}); spec examples and differential tests " \
+               "check it"
+    return f"no program of {programs} exercised it"
+
+
+def print_summary(report: Report, out_dir: str | Path) -> None:
+    print(clause_table(report.clauses))
+    print()
+    print(f"{report.engine} {report.engine_version} ({report.device}) vs {report.oracle} "
+          f"{report.oracle_version}, spec {report.spec_version}, seed {report.seed}: "
+          f"{report.programs} programs, {len(report.divergences)} divergent, "
+          f"{report.seconds:.1f} s")
+    states = [r.get("status") for r in report.clauses.values()]
+    if any(states):
+        print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
+                                      ("pass", "diverges", "xfail", "n/a")))
+    for d in report.divergences[:20]:
+        print(f"  #{d['index']} {d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
+    if len(report.divergences) > 20:
+        print(f"  ... {len(report.divergences) - 20} more in {Path(out_dir) / 'report.json'}")
+    for f in report.oracle_failures:
+        print(f"  oracle failure on program #{f['index']} (not counted as a divergence): "
+              f"{f['detail']}\n      repro: {f['repro_torch']}")
+    for d in report.expected_failures[:10]:
+        print(f"  expected failure #{d['index']} ({d['xfail']['id']}: {d['xfail']['reason']}): "
+              f"{d['first'].splitlines()[0]}")
+    for d in report.not_applicable[:10]:
+        print(f"  not applicable #{d['index']} ({d['not_applicable']}): "
+              f"{d['first'].splitlines()[0]}")
+    more = max(0, len(report.expected_failures) - 10) + max(0, len(report.not_applicable) - 10)
+    if more:
+        print(f"  ... {more} more expected or not applicable in {Path(out_dir) / 'report.json'}")
+    for x in report.stale_xfails:
+        print(f"  stale expected failure, line {x['line']}: {x['id']}: {x['stale']}")
+    for c in report.capability_checks:
+        if c["verdict"] not in ("ok", "unprobed"):
+            print(f"  capability {c['capability']}: {c['verdict']}: {c['detail']}")
+    print(f"report: {Path(out_dir) / 'report.json'}")

@@ -1,0 +1,178 @@
+"""Engines that run whole segments: how a program splits into segments, that correct segment and
+program engines agree with statement-by-statement torch, and that a divergence only a unit shows
+is attributed to its segment and localised by an eager replay (or reported as the unit's)."""
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from conformance.engines import load_engine
+from conformance.judge.compare import compare
+from conformance.judge.executor import execute
+from conformance.judge.localise import UNIT, localise
+from conformance.judge.segments import split
+from conformance.lang.program import Program
+from conformance.lang.program import Stmt as S
+from conformance.runner import default_source, program_seeds, run_campaign
+from tests.broken_engines import (
+    no_grad_ignored,
+    segment_no_grad_after_backward,
+    segment_no_grad_ignored,
+    segment_program,
+    segment_torch,
+    segment_unit_fails,
+)
+from tests.broken_engines._base import Broken
+from tests.conformance.test_executor import leaf, obs
+
+PROGRAMS = 50
+
+
+@functools.cache
+def oracle():
+    return load_engine("torch")
+
+
+@functools.cache
+def generated() -> tuple[Program, ...]:
+    caps = frozenset(oracle().capabilities)
+    return tuple(default_source(seed, caps, 20) for seed in program_seeds(11, PROGRAMS))
+
+
+def divergent(engine):
+    """(program, oracle trace, divergences) of every generated program the engine diverges on."""
+    out = []
+    for p in generated():
+        o = execute(p, oracle())
+        found = compare(p, o, execute(p, engine))
+        if found:
+            out.append((p, o, found))
+    return out
+
+
+def two_backwards() -> Program:
+    return Program([
+        leaf("x", [1.0, 2.0], [2]),
+        S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+        S("call", out="l", args=["y"], params={"fn": "sum", "kw": {"dim": None}}),
+        S("backward", target="l"),
+        obs("x", "grad"),
+        S("mode", params={"mode": "enable_grad"}, body=[
+            S("call", out="m", args=["x"], params={"fn": "sum", "kw": {"dim": None}}),
+            S("backward", target="m"),
+        ]),
+        S("call", out="z", args=["x", 3.0], params={"fn": "mul"}),
+        obs("z", "requires_grad"),
+    ])
+
+
+def test_a_segment_ends_after_a_backward_like_statement_or_a_block_holding_one():
+    stmts = two_backwards().statements
+    assert [g.id for g in split(stmts)] == ["0-3", "4-5", "6-7"]
+    assert [g.index for g in split(stmts)] == [0, 1, 2]
+    assert [g.size for g in split(stmts)] == [4, 2, 2]
+    assert [p for p, _ in split(stmts)[1].walk()] == ["4", "5", "5.0", "5.1"]
+    assert [g.id for g in split(stmts, "program")] == ["0-7"]
+    assert split([]) == [] and split([], "program") == []
+    with pytest.raises(ValueError, match="granularity"):
+        split(stmts, "statement")
+
+
+@pytest.mark.parametrize("module", [segment_torch, segment_program])
+def test_correct_segment_and_program_engines_do_not_diverge(module):
+    engine = module.factory()
+    for p in generated():
+        engine.units.clear()
+        trace = execute(p, engine)
+        assert compare(p, execute(p, oracle()), trace) == [], p.seed
+        segments = split(p.statements, engine.granularity)
+        assert engine.units == [g.id for g in segments]
+        want = {path: g.id for g in segments for path, _ in g.walk()}
+        assert {ev.path: ev.segment for ev in trace.events} == want
+        assert all(ev.to_json()["segment"] == ev.segment for ev in trace.events)
+
+
+def test_per_statement_engines_record_no_segments():
+    trace = execute(two_backwards(), segment_torch.factory().eager())
+    assert all(ev.segment is None and "segment" not in ev.to_json() for ev in trace.events)
+    o = execute(two_backwards(), oracle())
+    assert [d.to_json() for d in compare(two_backwards(), o, trace)] == []
+
+
+def test_a_divergence_only_the_unit_shows_is_attributed_to_its_segment():
+    engine = segment_no_grad_after_backward.factory()
+    found = divergent(engine)
+    assert len(found) >= 5
+    for p, o, divs in found:
+        ids = [g.id for g in split(p.statements)]
+        assert divs[0].segment == ids[1], (p.seed, str(divs[0]))
+        assert all(d.segment in ids[1:] for d in divs)
+        assert localise(p, o, engine) == UNIT     # statement by statement it is torch
+
+
+def test_a_unit_that_fails_as_a_whole_marks_its_unfinished_statements():
+    engine = segment_unit_fails.factory()
+    found = divergent(engine)
+    assert len(found) >= 5
+    for p, o, divs in found:
+        long = [g for g in split(p.statements) if g.size > segment_unit_fails.LONGEST]
+        by_path = execute(p, engine).by_path()
+        for path, _ in long[0].walk():
+            ev = by_path[path]
+            assert ev.status == "error" and ev.segment == long[0].id
+            assert ev.message.startswith(f"segment {long[0].id} failed as a unit: RuntimeError")
+        assert divs[0].segment == long[0].id
+        assert localise(p, o, engine) == UNIT
+
+
+def test_a_statement_gradspec_cannot_express_is_a_harness_error_in_a_unit_too():
+    p = Program([leaf("x", [1.0], [1]), S("no_such_op", out="y", target="x"),
+                 S("backward", target="x"), obs("x", "grad")])
+    trace = execute(p, segment_torch.factory())
+    assert [(ev.status, ev.segment) for ev in trace.events] == [
+        ("ok", "0-2"), ("harness", "0-2"), ("ok", "0-2"), ("ok", "3-3")]
+
+
+class FailsAfterBody(Broken):
+    """Runs each unit's body, then raises: the failure lands on the unit's last statement."""
+
+    granularity = "segment"
+
+    def run_segment(self, body, segment):
+        body()
+        raise RuntimeError("the unit could not be finished")
+
+
+def test_a_unit_that_fails_after_its_body_ran_fails_on_its_last_statement():
+    trace = execute(two_backwards(), FailsAfterBody())
+    bad = [ev.path for ev in trace.events if ev.status == "error"]
+    assert bad == ["3", "5", "7"]
+    assert [ev.path for ev in trace.events] == [p for p, _ in two_backwards().walk()]
+    assert trace.by_path()["5.1"].status == "ok"
+
+
+def test_the_eager_replay_localises_a_divergence_the_statements_make():
+    engine = segment_no_grad_ignored.factory()
+    found = divergent(engine)
+    assert len(found) >= 3
+    for p, o, divs in found:
+        eager = compare(p, o, execute(p, no_grad_ignored.factory()))
+        assert localise(p, o, engine) == eager[0].path == divs[0].path
+
+
+def test_a_campaign_reports_the_segment_and_where_the_replay_localised_it(tmp_path):
+    report = run_campaign("tests.broken_engines.segment_no_grad_after_backward:factory",
+                          "torch", count=6, size=20, seed=3, out_dir=tmp_path, progress=None,
+                          probe=False)
+    assert report.exit_code == 1 and report.divergences
+    data = json.loads((tmp_path / "report.json").read_text())
+    for entry in data["divergences"]:
+        assert entry["localised_to"] == UNIT and entry["segment"]
+        assert f"segment {entry['segment']}" in entry["first"].splitlines()[0]
+        assert "eager replay does not diverge" in entry["first"].splitlines()[0]
+    plain = run_campaign("tests.broken_engines.no_grad_ignored:factory", "torch", count=6,
+                         size=20, seed=8, out_dir=tmp_path / "plain", progress=None, probe=False)
+    assert plain.divergences
+    assert all("localised_to" not in d and "segment" not in d for d in plain.divergences)
