@@ -152,7 +152,8 @@ def execute(program: Program, engine: Engine) -> Trace:
             run.block(program.statements, "")
         else:
             segments.run(run, program.statements, engine.granularity)
-    # The hooks the program registered hold the run, which holds the tensors: a cycle that
-    # only the garbage collector would free. Dropping the names frees them now.
-    run.env.clear()
+        # The hooks a program registers hold the run, which holds its tensors: a cycle only
+        # the garbage collector would free, at some later statement. Dropping the names frees
+        # them now, while warnings are still recorded (and, belonging to no statement, dropped).
+        run.env.clear()
     return run.trace
