@@ -16,7 +16,9 @@ errors and intermediate tensors without a statement to attach them to.
 Source. A region's source is written by the op table (conformance/lang/ops.py: `source`,
 `index_source`, `literal`) from the op's row and Python literals only: an `fn` that is not a
 row of the table, or a setting that is not a literal, is refused (OpError) before any source
-is built.
+is built; no name, label or other text of a program reaches it (its parameters are `a`,
+`t0`, `t1`, ...). Before it is compiled, `region_source` parses the text and refuses
+(HarnessError) any node, name, attribute, keyword or constant a region cannot hold.
 
 Statements that only touch autograd state stay eager: leaf creation, detach, .data,
 requires_grad_, retain_grad, hook registration and removal, grad modes (entered eagerly;
@@ -39,10 +41,13 @@ RuntimeError and means the same thing; only the message prefix differs (docs/fin
 """
 from __future__ import annotations
 
+import ast
+import math
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from ..lang import ops
+from ..lang.program import HarnessError
 from .torchlike import ALL_CAPABILITIES, TorchLike
 
 RESET_EVERY = 2000
@@ -52,6 +57,47 @@ _WRAPPED = re.compile(r"""got (\w+)\((['"])(.*)""", re.S)
 def _index_src(index: tuple[Any, ...]) -> str:
     """A Python index (ints and slices) as the text between brackets, a tuple display."""
     return ops.index_source(index, as_tuple=True)
+
+
+# What a region's source may hold, and nothing else: its parameters, the methods and
+# operators of the op table's rows, the keywords of its settings, and number, bool and None
+# literals (conformance/lang/ops.py, `literal`). A value from a program file that is not one
+# of those never reaches `exec`: region_source refuses the text first.
+_METHODS = frozenset(r.method for r in ops.OPS)
+_KEYWORDS = frozenset(k for r in ops.OPS for k in r.kw) | {"keepdim"}
+_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign,
+          ast.AugAssign, ast.Name, ast.Load, ast.Store, ast.Attribute, ast.Call, ast.keyword,
+          ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.UnaryOp, ast.USub,
+          ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow)
+
+
+def region_source(src: str, params: list[str]) -> str:
+    """`src`, the source of one region (`def region(params): ...`), once it is checked to
+    hold only what a region may (above); HarnessError otherwise."""
+    def refuse(what: str) -> NoReturn:
+        raise HarnessError(f"refusing to compile a region holding {what}: {src!r}")
+    if not src.isascii() or not all(c.isprintable() or c == "\n" for c in src):
+        refuse("a character other than printable ASCII and newlines")
+    tree = ast.parse(src, mode="exec")
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+        refuse("more than one function")
+    fn = tree.body[0]
+    if fn.name != "region" or fn.decorator_list or [a.arg for a in fn.args.args] != params:
+        refuse("another signature")
+    for node in ast.walk(tree):
+        if not isinstance(node, _NODES):
+            refuse(type(node).__name__)
+        if isinstance(node, ast.Name) and node.id not in params:
+            refuse(f"the name {node.id!r}")
+        if isinstance(node, ast.Attribute) and node.attr not in _METHODS:
+            refuse(f"the attribute {node.attr!r}")
+        if isinstance(node, ast.keyword) and node.arg not in _KEYWORDS:
+            refuse(f"the keyword {node.arg!r}")
+        if isinstance(node, ast.Constant) and not (node.value is None or isinstance(
+                node.value, (bool, int)) or (isinstance(node.value, float)
+                                             and math.isfinite(node.value))):
+            refuse(f"the constant {node.value!r}")
+    return src
 
 
 # torch's capabilities less grad_fn and node_hooks. By design a compiled region is one
@@ -84,15 +130,17 @@ class CompiledTorch(TorchLike):
         self._fns.clear()
         self._compiled = 0
 
-    def _run(self, params: str, body: str, *args: Any) -> Any:
-        """Compile `def region(params): body` once per source text and call it on args."""
-        src = f"def region({params}):\n" + "".join(f"    {line}\n" for line in body.split("\n"))
+    def _run(self, params: list[str], body: list[str], *args: Any) -> Any:
+        """Compile `def region(params): body` (the body's lines) once per source text and
+        call it on args."""
+        src = f"def region({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in body)
         fn = self._fns.get(src)
         if fn is None:
             if self._compiled >= RESET_EVERY:
                 self.reset()
             scope: dict[str, Any] = {}
-            exec(compile(src, f"<gradspec region {len(self._fns)}>", "exec"), scope)
+            exec(compile(region_source(src, params), f"<gradspec region {len(self._fns)}>",
+                         "exec"), scope)
             fn = self._fns[src] = self.torch.compile(scope["region"], backend=self.backend,
                                                       fullgraph=True)
             self._compiled += 1
@@ -112,28 +160,28 @@ class CompiledTorch(TorchLike):
     def call(self, fn, args, kw):
         row = ops.lookup("call", fn)
         names, tensors = self._operands(list(args))
-        params = ", ".join(f"t{i}" for i in range(len(tensors)))
-        return self._run(params, f"return {ops.source(row, names, kw)}", *tensors)
+        params = [f"t{i}" for i in range(len(tensors))]
+        return self._run(params, [f"return {ops.source(row, names, kw)}"], *tensors)
 
     def view(self, target, fn, kw):
         row = ops.lookup("view", fn)
-        return self._run("a", f"return {ops.source(row, ['a'], kw)}", target)
+        return self._run(["a"], [f"return {ops.source(row, ['a'], kw)}"], target)
 
     def getitem(self, target, index):
-        return self._run("a", f"return a[{_index_src(index)}]", target)
+        return self._run(["a"], [f"return a[{_index_src(index)}]"], target)
 
     def inplace(self, target, fn, args, kw):
         row = ops.lookup("inplace", fn)
         names, tensors = self._operands(list(args))
-        params = ", ".join(["a"] + [f"t{i}" for i in range(len(tensors))])
+        params = ["a"] + [f"t{i}" for i in range(len(tensors))]
         src = ops.source(row, ["a", *names], kw)
-        body = f"{src}\nreturn a" if row.augmented else f"return {src}"
+        body = [src, "return a"] if row.augmented else [f"return {src}"]
         return self._run(params, body, target, *tensors)
 
     def setitem(self, target, index, value):
         names, tensors = self._operands([value])
-        params = ", ".join(["a"] + [f"t{i}" for i in range(len(tensors))])
-        self._run(params, f"a[{_index_src(index)}] = {names[0]}", target, *tensors)
+        params = ["a"] + [f"t{i}" for i in range(len(tensors))]
+        self._run(params, [f"a[{_index_src(index)}] = {names[0]}"], target, *tensors)
 
     # ---- backward under compiled autograd -------------------------------------------------
     def _compiled_autograd(self):

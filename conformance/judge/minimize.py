@@ -2,8 +2,9 @@
 
 Delta debugging (Zeller's ddmin) over statements: try dropping chunks, halving the chunk size
 when nothing can go. Dropping a statement also drops every later statement that uses a name
-only it bound (`prune`), so each candidate is a valid program. Grad-mode bodies are shrunk the
-same way after the top level. Used by `gradspec run` before a divergence is written out.
+only it bound (`prune`), and a candidate of a valid program is tried only if it validates too
+(conformance/lang/validate.py). Grad-mode bodies are shrunk the same way after the top level.
+Used by `gradspec run` before a divergence is written out.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import replace
 from ..engines.base import Engine
 from ..kinds import KINDS
 from ..lang.program import Program, Stmt
+from ..lang.validate import is_valid
 from .compare import Divergence, compare
 from .executor import execute, names
 
@@ -77,9 +79,12 @@ def minimize(program: Program, test: Callable[[Program], bool], max_tests: int =
     deadline = time.monotonic() + max_seconds
     count = 0
     last_good: list[Stmt] = list(program.statements)   # kept if the budget runs out
+    valid = is_valid(program)       # then every candidate must be too (a cheap check)
 
     def limited(p: Program) -> bool:
         nonlocal count, last_good
+        if valid and not is_valid(p):
+            return False
         count += 1
         if count > max_tests or time.monotonic() > deadline:
             raise _Budget

@@ -20,6 +20,7 @@ def _done(path: str) -> list[str]:
 @kind
 class Backward(Kind):
     name = "backward"
+    param_keys = ("retain_graph", "inputs")
     ends_segment = backward_pass = True
     weight = 11
     doc = ("target.backward(gradient=args[0] or None, retain_graph=params.retain_graph, "
@@ -83,6 +84,7 @@ class Backward(Kind):
 @kind
 class BackwardMany(Kind):
     name = "backward_many"
+    param_keys = ("tensors", "grad_tensors", "retain_graph")
     ends_segment = backward_pass = True
     weight = 3
     doc = ("autograd.backward(params.tensors, grad_tensors=params.grad_tensors (a "
@@ -151,6 +153,7 @@ class BackwardMany(Kind):
 @kind
 class Grad(Kind):
     name = "grad"
+    param_keys = ("outputs", "inputs", "grad_outputs", "retain_graph", "allow_unused", "outs")
     ends_segment = backward_pass = True
     weight = 4
     doc = ("params.outs = autograd.grad(params.outputs, params.inputs, grad_outputs="
@@ -169,6 +172,12 @@ class Grad(Kind):
 
     def unversioned(self, s, shapes):
         return True                     # the _version of gradients (VER-1, UNSPEC-3)
+
+    def same_object(self, s):
+        """Its results: torch returns one tensor for inputs a gradient reaches unchanged
+        (`x` and `x.squeeze(0)` of a size-3 dim), and a grad_outputs tensor itself."""
+        return self.binds(s) + [g for g in s.params.get("grad_outputs") or []
+                                if isinstance(g, str)]
 
     def observed(self, s):
         return None, "results"

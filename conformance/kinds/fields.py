@@ -1,14 +1,32 @@
-"""Light validation of a statement's fields, for the kinds' `check`: a field is present and of
-the right JSON type, a name is one of a table's. Each failure is a ProgramError that names the
-statement's path and the field."""
+"""Validation of a statement's fields, for the kinds' `check`: a field is present and of the
+right JSON type, a name is an identifier, a word is one of a table's, a number is finite and
+in range. Each failure is a ProgramError that names the statement's path and the field.
+
+Names are identifiers (ASCII letters, digits and _, starting with a letter; no keyword and no
+name a repro script uses itself, RESERVED), so that a name written into a repro script
+(conformance/reports/render.py) is that name and nothing else; numbers are finite and within
+int64's range, so that they are values every engine holds and a Python literal
+(conformance/lang/ops.py, `literal`) writes them exactly.
+"""
 from __future__ import annotations
 
+import keyword
+import math
+import re
 from collections.abc import Container
 from typing import Any, NoReturn
 
 from ..lang.program import ProgramError
 
 NAME = (str,)
+# the dtypes a leaf may have: those of spec/ (refimpl's four); the generator draws the floats
+# and, for its deliberate errors, int64
+DTYPES = ("float32", "float64", "int64", "bool")
+# names a repro script binds or calls itself (its helpers, the builtins its lines call)
+RESERVED = frozenset({"torch", "json", "warnings", "show", "record", "scale", "wrong_shape",
+                      "post", "node_hook", "print", "list", "str", "type", "Exception", "exc"})
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_LIMIT = 2 ** 63            # |number| below it: an int64, and a float torch holds as one
 NUMBER = (int, float)
 OPTIONAL_NAME = (str, type(None))
 _TYPE_WORDS = {str: "a name", int: "a number", float: "a number", bool: "a bool",
@@ -29,11 +47,32 @@ def _is(v: Any, types: tuple[type, ...]) -> bool:
     return isinstance(v, types)
 
 
+def is_name(v: Any) -> bool:
+    """v is a name a program may bind: an identifier, no keyword, not RESERVED."""
+    return (isinstance(v, str) and _IDENTIFIER.fullmatch(v) is not None
+            and not keyword.iskeyword(v) and v not in RESERVED)
+
+
+def is_number(v: Any) -> bool:
+    """v is a number (no bool) that is finite and within int64's range."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)
+            and (math.isfinite(v) if isinstance(v, float) else True) and -_LIMIT < v < _LIMIT)
+
+
+def atom(path: str, field: str, v: Any) -> None:
+    """A name is a name (is_name), a number finite and in range; other values pass."""
+    if isinstance(v, str) and not is_name(v):
+        fail(path, field, f"must be a name (an identifier, no keyword), got {v!r}")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not is_number(v):
+        fail(path, field, f"must be a finite number within int64's range, got {v!r}")
+
+
 def name(s: Any, path: str, attr: str) -> None:
     """s.<attr> (out or target) is a name."""
     v = getattr(s, attr)
     if not isinstance(v, str):
         fail(path, attr, f"must be a name, got {v!r}")
+    atom(path, attr, v)
 
 
 def param(s: Any, path: str, key: str, types: tuple[type, ...], *, required: bool = True,
@@ -50,6 +89,8 @@ def param(s: Any, path: str, key: str, types: tuple[type, ...], *, required: boo
         fail(path, f"{field}.{key}", f"must be {_words(types)}, got {v!r}")
     if choices is not None and v is not None and v not in choices:
         fail(path, f"{field}.{key}", f"unknown {key} {v!r}")
+    if not isinstance(v, str):      # free text (a label) is never written as code
+        atom(path, f"{field}.{key}", v)
     return v
 
 
@@ -60,6 +101,7 @@ def names(s: Any, path: str, key: str, *, required: bool = True, nullable: bool 
     for i, item in enumerate(v or []):
         if not _is(item, items):
             fail(path, f"params.{key}[{i}]", f"must be {_words(items)}, got {item!r}")
+        atom(path, f"params.{key}[{i}]", item)
     return v
 
 
@@ -70,12 +112,47 @@ def args(s: Any, path: str, count: int, items: tuple[type, ...] = (str, int, flo
     for i, a in enumerate(s.args):
         if not _is(a, items):
             fail(path, f"args[{i}]", f"must be {_words(items)}, got {a!r}")
+        atom(path, f"args[{i}]", a)
 
 
-def kw(s: Any, path: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """params.kw is an object (absent: empty) holding the keys `required`."""
+def kw(s: Any, path: str, required: tuple[str, ...] = (),
+       allowed: Container[str] | None = None) -> dict[str, Any]:
+    """params.kw is an object (absent: empty) holding the keys `required`, only keys of
+    `allowed` (when given), each a setting: null, a bool, a number or a list of ints."""
     v = param(s, path, "kw", (dict,), required=False) or {}
     for key in required:
         if key not in v:
             fail(path, f"params.kw.{key}", "missing")
+    for key, setting in v.items():
+        if allowed is not None and key not in allowed:
+            fail(path, "params.kw", f"unknown setting {key!r}")
+        ok = setting is None or isinstance(setting, bool) or is_number(setting) or (
+            isinstance(setting, list) and all(is_number(i) and isinstance(i, int)
+                                              for i in setting))
+        if not ok:
+            fail(path, f"params.kw.{key}", f"must be null, a bool, a finite number or a list "
+                 f"of ints, got {setting!r}")
     return v
+
+
+# dtype -> what its values are, and the test of one (the floats: any finite number)
+_VALUES = {"bool": ("a bool", lambda v: isinstance(v, bool)),
+           "int64": ("an int", lambda v: is_number(v) and isinstance(v, int))}
+
+
+def values(s: Any, path: str, dtype: str) -> None:
+    """A leaf's params: shape a list of non-negative ints, values a flat list of as many
+    values of the dtype (bools for bool, ints for int64, numbers for the floats) as the shape
+    has elements."""
+    shape = param(s, path, "shape", (list,))
+    for i, n in enumerate(shape):
+        if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < _LIMIT):
+            fail(path, f"params.shape[{i}]", f"must be a non-negative int, got {n!r}")
+    flat = param(s, path, "values", (list,))
+    word, fits = _VALUES.get(dtype, ("a finite number", is_number))
+    for i, v in enumerate(flat):
+        if not fits(v):
+            fail(path, f"params.values[{i}]", f"must be {word} ({dtype}), got {v!r}")
+    if len(flat) != math.prod(shape):
+        fail(path, "params.values", f"holds {len(flat)} value(s), shape {shape} has "
+             f"{math.prod(shape)}")

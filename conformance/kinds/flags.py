@@ -17,6 +17,7 @@ def check_optional_operand(s, path):
 @kind
 class RequiresGrad(Kind):
     name = "requires_grad_"
+    param_keys = ("value",)
     weight = 2
     doc = "target.requires_grad_(params.value)"
 

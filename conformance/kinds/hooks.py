@@ -63,6 +63,8 @@ def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
 @kind
 class Hook(Kind):
     name = "hook"
+    param_keys = ("behaviour", "label", "factor")
+    binds_handle = True
     weight = 6
     doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
            "None), 'scale' (log, return grad * params.factor), 'wrong_shape' (log, return a "
@@ -113,6 +115,8 @@ class Hook(Kind):
 @kind
 class PostHook(Kind):
     name = "post_hook"
+    param_keys = ("behaviour", "label", "factor")
+    binds_handle = True
     weight = 3
     doc = ("out = target.register_post_accumulate_grad_hook(h); h logs params.label and "
            "target.grad, then per params.behaviour: 'record' (default; returns None) or "
@@ -150,6 +154,8 @@ class PostHook(Kind):
 @kind
 class NodeHook(Kind):
     name = "node_hook"
+    param_keys = ("kind", "behaviour", "label", "factor")
+    binds_handle = True
     weight = 3
     doc = ("out = target.grad_fn.register_prehook(h) (params.kind 'pre') or "
            "target.grad_fn.register_hook(h) ('post'); h logs params.label and the first "
@@ -199,6 +205,7 @@ class NodeHook(Kind):
 @kind
 class Remove(Kind):
     name = "remove"
+    takes_handle = True
     weight = 2
     doc = "target.remove() where target is a hook handle"
     caps = ("hooks",)

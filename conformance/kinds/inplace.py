@@ -13,6 +13,7 @@ from .tensors import Call, check_index, check_op
 @kind
 class Inplace(Kind):
     name = "inplace"
+    param_keys = ("fn", "kw")
     weight = 9
     doc = "target.fn(*args, **kw), or an augmented assignment. params: fn (INPLACE), kw"
     caps = ("inplace",)
@@ -68,6 +69,7 @@ class Inplace(Kind):
 @kind
 class Setitem(Kind):
     name = "setitem"
+    param_keys = ("index",)
     weight = 4
     doc = "target[index] = args[0] (a name or a number). params: index"
     caps = ("inplace",)

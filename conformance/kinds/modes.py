@@ -22,6 +22,7 @@ def block_name(path: str) -> str:
 @kind
 class Mode(Kind):
     name = "mode"
+    param_keys = ("mode", "enabled", "decorator")
     weight = 4
     doc = ("with <params.mode>: body, or with params.decorator true: body as a function "
            "decorated by <params.mode>, called at once. params: mode ('no_grad'|"

@@ -62,6 +62,7 @@ OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # wha
 @kind
 class Observe(Kind):
     name = "observe"
+    param_keys = ("what",)
     weight = 20
     doc = "record params.what of target: OBSERVABLES"
     valued = True

@@ -7,7 +7,10 @@ everything about the kind:
     name, doc      the `op` field of its statements and a one-line description
     caps, weight   the engine capabilities it needs; how often the generator draws it
     ends_segment   backward-like: a segment (conformance/judge/segments.py) ends after it
+    binds_handle,  its out is a hook handle; its target is one (every other name a program
+    takes_handle   reads or binds is a tensor: conformance/lang/validate.py checks that)
     check          validation of its fields (ProgramError naming the statement and the field)
+    param_keys     the keys of its params (the validator rejects any other)
     refs, binds    the names it reads and (re)binds; needs: the capabilities one statement needs
     run            how it runs on an engine (the executor hands it the run in progress)
     render         its lines in a standalone script (conformance/reports/render.py)
@@ -15,7 +18,7 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   unversioned, observed, grad_hook
+                   same_object, unversioned, observed, grad_hook
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -48,6 +51,9 @@ class Kind:
     block: ClassVar[bool] = False       # it has a body of statements (grad-mode blocks)
     in_place: ClassVar[bool] = False    # it rebinds its target: a failure leaves it bound
     ends_segment: ClassVar[bool] = False    # backward-like: a segment ends after it
+    binds_handle: ClassVar[bool] = False    # its out is a hook handle, not a tensor
+    takes_handle: ClassVar[bool] = False    # its target is a hook handle, not a tensor
+    param_keys: ClassVar[tuple[str, ...]] = ()     # the keys of params it reads
     # what spec/unspecified.md leaves open (read by conformance/judge/compare.py only)
     backward_pass: ClassVar[bool] = False   # it runs a backward pass: if it raises, no .grad
     #                                         is compared until assigned again (UNSPEC-1)
@@ -77,6 +83,11 @@ class Kind:
     def stored_grads(self, s: Any) -> list[tuple[str, str]]:
         """(tensor, gradient) pairs: the tensor named `gradient` an engine may store as that
         tensor's .grad, itself or a copy (UNSPEC-3)."""
+        return []
+
+    def same_object(self, s: Any) -> list[str]:
+        """Names an engine may bind to one tensor object once the statement ran, so that a
+        change to one shows in the others or not (UNSPEC-3)."""
         return []
 
     def unversioned(self, s: Any, shapes: list[Any] | None) -> bool:

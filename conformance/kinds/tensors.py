@@ -24,16 +24,17 @@ def check_op(s: Any, path: str, kind: str) -> ops.Op:
         row = ops.lookup(kind, fn)
     except ops.OpError:
         fields.fail(path, "params.fn", f"unknown {kind} op {fn!r}")
-    fields.kw(s, path, row.kw if row.form in STRICT_FORMS else ())
+    fields.kw(s, path, row.kw if row.form in STRICT_FORMS else (), allowed=row.kw)
     return row
 
 
 def check_index(s: Any, path: str) -> None:
     """params.index is an INDEX encoding (conformance/lang/program.py)."""
     for i, item in enumerate(fields.param(s, path, "index", (list,))):
-        ok = (isinstance(item, int) and not isinstance(item, bool)) or (
-            isinstance(item, dict) and isinstance(item.get("slice"), list)
-            and len(item["slice"]) == 3)
+        bounds = item.get("slice") if isinstance(item, dict) and len(item) == 1 else None
+        ok = fields.is_number(item) and isinstance(item, int) or (
+            isinstance(bounds, list) and len(bounds) == 3 and all(
+                b is None or (fields.is_number(b) and isinstance(b, int)) for b in bounds))
         if not ok:
             fields.fail(path, f"params.index[{i}]", f"must be an int or a slice, got {item!r}")
 
@@ -41,15 +42,14 @@ def check_index(s: Any, path: str) -> None:
 @kind
 class Leaf(Kind):
     name = "leaf"
+    param_keys = ("values", "shape", "dtype", "requires_grad")
     weight = 8
     doc = ("out = tensor(values, shape, dtype, requires_grad). params: values (flat list), "
-           "shape (list), dtype ('float32'|'float64'), requires_grad (bool)")
+           "shape (list), dtype ('float32'|'float64'|'int64'|'bool'), requires_grad (bool)")
 
     def check(self, s, path):
         fields.name(s, path, "out")
-        fields.param(s, path, "values", (list,))
-        fields.param(s, path, "shape", (list,))
-        fields.param(s, path, "dtype", (str,))
+        fields.values(s, path, fields.param(s, path, "dtype", (str,), choices=fields.DTYPES))
         fields.param(s, path, "requires_grad", (bool,), required=False)
 
     def run(self, x, s, ev, path):
@@ -71,6 +71,7 @@ class Leaf(Kind):
 @kind
 class Call(Kind):
     name = "call"
+    param_keys = ("fn", "kw")
     weight = 24
     doc = ("out = fn(*args, **kw). params: fn (FUNCTIONS), kw (dict: dim, keepdim, exponent, "
            "min, max)")
@@ -200,6 +201,7 @@ class Call(Kind):
 @kind
 class View(Kind):
     name = "view"
+    param_keys = ("fn", "kw")
     weight = 7
     doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
     caps = ("views",)
@@ -238,6 +240,7 @@ class View(Kind):
 @kind
 class Getitem(Kind):
     name = "getitem"
+    param_keys = ("index",)
     weight = 5
     doc = "out = target[index]. params: index (INDEX encoding)"
     caps = ("views",)

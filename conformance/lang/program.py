@@ -13,12 +13,19 @@ Fields of a statement:
     params   kind-specific settings, JSON-able (each kind's `doc`)
     body     nested statements (grad-mode blocks only)
     clauses  spec clause IDs the statement exercises (set by the generator)
+
+Loading: Program.from_json / loads check the structure (the msgspec schemas StmtSchema and
+ProgramSchema: every field's JSON type, no unknown field, ops that are statement kinds);
+conformance/lang/validate.py (`load`, `validate`) checks the rest before anything runs.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from .ops import FUNCTIONS, INPLACE, VIEWS, index_value
 
@@ -73,18 +80,71 @@ class Stmt:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any], where: str = "statement") -> Stmt:
-        if not isinstance(d, dict) or d.get("op") not in _kinds():
-            got = d.get("op") if isinstance(d, dict) else d
-            raise ProgramError(f"{where}: unknown or missing op {got!r}")
-        unknown = set(d) - {"op", "out", "target", "args", "params", "body", "clauses"}
-        if unknown:
-            raise ProgramError(f"{where}: unknown fields {sorted(unknown)}")
-        return cls(op=d["op"], out=d.get("out"), target=d.get("target"),
-                   args=list(d.get("args", [])), params=dict(d.get("params", {})),
-                   body=[cls.from_json(b, f"{where}.body[{i}]")
-                         for i, b in enumerate(d.get("body", []))],
-                   clauses=list(d.get("clauses", [])))
+    def from_json(cls, d: Any, where: str = "statement") -> Stmt:
+        """A statement from its JSON object; ProgramError for a field of the wrong type, an
+        unknown field or an op that is no statement kind."""
+        return _stmt(_convert(d, StmtSchema, where), where)
+
+
+class StmtSchema(msgspec.Struct, forbid_unknown_fields=True):
+    """The JSON types of a statement's fields (the structure; the kinds check the rest)."""
+
+    op: Any = None                  # checked against KINDS, so that the message says "op"
+    out: str | None = None
+    target: str | None = None
+    args: list[str | int | float | None] = []
+    params: dict[str, Any] = {}
+    body: list[StmtSchema] = []
+    clauses: list[str] = []
+
+
+class ProgramSchema(msgspec.Struct, forbid_unknown_fields=True):
+    """The JSON types of a program file's fields."""
+
+    statements: list[StmtSchema]
+    gradspec_program: int | None = None
+    seed: int | None = None
+    meta: dict[str, Any] | None = None
+
+
+# a msgspec error: `Expected `str`, got `int` - at `$.statements[3].args[0]`` (a key of an
+# object: `... - at `key` in `$.statements[3].params``)
+_AT = re.compile(r"^(?P<msg>.*?) - at `(?P<loc>[^`]*)`(?: in `(?P<inside>[^`]*)`)?$", re.S)
+_STEP = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
+
+
+def structure_message(exc: msgspec.ValidationError, where: str = "program") -> str:
+    """A msgspec validation error as `statement 3.1: args[0]: expected str, got int`: the
+    statement's path (statements and bodies) and the field. `where` is what the converted
+    object is (a program, or a statement's own `statement <path>`)."""
+    m = _AT.match(str(exc))
+    msg = (m["msg"] if m else str(exc)).replace("`", "")
+    msg = ("key: " if m and m["inside"] else "") + msg[:1].lower() + msg[1:]
+    steps = [name or int(i) for name, i in _STEP.findall(m["inside"] or m["loc"])] if m else []
+    top = where == "program" and steps[:1] == ["statements"] and len(steps) > 1
+    path, steps = ([steps[1]], steps[2:]) if top else ([], steps)
+    while steps[:1] == ["body"] and len(steps) > 1:
+        path, steps = path + [steps[1]], steps[2:]
+    place = ("statement " + ".".join(map(str, path)) if top
+             else where + "".join(f".{j}" for j in path))
+    field = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
+    text = f"{place}: {field}: {msg}" if field else f"{place}: {msg}"
+    return text if text.isprintable() else repr(text)[1:-1]    # one line, whatever it quotes
+
+
+def _convert(d: Any, schema: type, where: str) -> Any:
+    try:
+        return msgspec.convert(d, schema)
+    except msgspec.ValidationError as exc:
+        raise ProgramError(structure_message(exc, where)) from None
+
+
+def _stmt(s: StmtSchema, where: str) -> Stmt:
+    if not isinstance(s.op, str) or s.op not in _kinds():
+        raise ProgramError(f"{where}: unknown or missing op {s.op!r}")
+    return Stmt(op=s.op, out=s.out, target=s.target, args=list(s.args), params=dict(s.params),
+                body=[_stmt(b, f"{where}.{i}") for i, b in enumerate(s.body)],
+                clauses=list(s.clauses))
 
 
 def _kinds() -> dict[str, Any]:
@@ -136,18 +196,31 @@ class Program:
 
     @classmethod
     def from_json(cls, d: Any) -> Program:
+        """A program from its JSON object. Checks the structure: the format, every field's
+        JSON type, unknown fields and ops (ProgramError naming the statement and the field);
+        conformance/lang/validate.py checks the rest (names, vocabulary, values)."""
         if not isinstance(d, dict) or "statements" not in d:
             raise ProgramError("not a gradspec program (no 'statements')")
         if d.get("gradspec_program") != FORMAT_VERSION:
             raise ProgramError(f"unsupported program format {d.get('gradspec_program')!r}, "
                                f"expected {FORMAT_VERSION}")
-        return cls([Stmt.from_json(s, f"statement {i}") for i, s in enumerate(d["statements"])],
-                   seed=d.get("seed"), meta=dict(d.get("meta") or {}))
+        p = _convert(d, ProgramSchema, "program")
+        return cls([_stmt(s, f"statement {i}") for i, s in enumerate(p.statements)],
+                   seed=p.seed, meta=dict(p.meta or {}))
 
     @classmethod
-    def loads(cls, text: str) -> Program:
+    def loads(cls, text: str | bytes) -> Program:
+        """A program from JSON text (bytes: UTF-8); ProgramError for text that is no JSON or
+        no program (from_json). A file from elsewhere is read with validate.load, which also
+        validates it."""
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
+            data = msgspec.json.decode(text)
+        except UnicodeDecodeError as exc:
+            raise ProgramError(f"not UTF-8 text: {exc}") from None
+        except msgspec.DecodeError as exc:
             raise ProgramError(f"not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ProgramError("not valid JSON: nested too deeply") from None
         return cls.from_json(data)

@@ -1,0 +1,119 @@
+"""The validator of programs: whether a program is one the language can express, before any
+engine runs it.
+
+`validate(program)` raises ProgramError, one line naming the statement's path, its op and the
+field, e.g. `statement 3.1 (inplace): params.fn: unknown inplace op 'exp__'`, for the first
+thing wrong:
+
+- structure: every field of the JSON type the format says (statements and bodies lists of
+  statements, args a list of names, numbers and nulls, params and meta objects, clauses
+  clause IDs, seed an int): the msgspec schema of conformance/lang/program.py;
+- fields: each statement's kind checks its own (`Kind.check`, with conformance/kinds/fields.py):
+  every fn, mode, dtype, observable, hook behaviour, node-hook kind and kw key from the
+  vocabulary (the op table, the kinds' tables), names identifiers, numbers finite, a leaf's
+  values as many as its shape holds, an index of ints and slices; params holds only the keys
+  the kind reads (`Kind.param_keys`), and only a block kind has a body;
+- names: every name a statement reads is bound by an earlier statement (one in a grad-mode
+  block counts after the block too: the executor keeps one namespace), a hook handle where the
+  kind takes one (`Kind.takes_handle`: remove) and a tensor everywhere else.
+
+`load(text)` reads a program file's text and validates it: what `gradspec replay` runs. The
+executor still checks each statement's fields as it runs it (a Program built in Python is not
+loaded), and the minimizer keeps only candidates that validate.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from .program import KINDS, Program, ProgramError, ProgramSchema, Stmt, structure_message
+
+CLAUSE_ID = re.compile(r"[A-Z]+-[0-9]+")
+
+__all__ = ["CLAUSE_ID", "ProgramError", "is_valid", "load", "validate"]
+
+
+def load(text: str | bytes) -> Program:
+    """The program in JSON text (bytes: UTF-8), validated; ProgramError otherwise."""
+    program = Program.loads(text)
+    validate(program)
+    return program
+
+
+def is_valid(program: Program) -> bool:
+    """Whether `program` validates."""
+    try:
+        validate(program)
+    except ProgramError:
+        return False
+    return True
+
+
+def validate(program: Program) -> None:
+    """Raise ProgramError for the first thing wrong with `program` (see the module's doc)."""
+    try:
+        msgspec.convert(program, ProgramSchema, from_attributes=True)
+    except msgspec.ValidationError as exc:
+        raise ProgramError(structure_message(exc)) from None
+    if not KINDS:
+        raise ProgramError("no statement kinds are loaded (import conformance.kinds)")
+    _block(program.statements, "", {})
+
+
+def _block(stmts: list[Stmt], prefix: str, bound: dict[str, bool]) -> None:
+    """Validate a run of statements; `bound` maps each name bound so far to whether it is a
+    hook handle, and is updated."""
+    for i, s in enumerate(stmts):
+        path = f"{prefix}{i}"
+        kind = KINDS.get(s.op) if isinstance(s.op, str) else None
+        if kind is None:
+            raise ProgramError(f"statement {path}: op: unknown op {s.op!r}")
+        where = f"statement {path} ({s.op})"
+        try:
+            kind.check(s, path)
+        except ProgramError as exc:
+            text = str(exc)
+            raise ProgramError(text.replace(f"statement {path}:", f"{where}:", 1)) from None
+        _shape(s, kind, where)
+        for n in kind.refs(s):
+            if n not in bound:
+                raise ProgramError(f"{where}: {_field_of(s, n)}: name {n!r} is not bound by "
+                                   f"an earlier statement")
+            handle = kind.takes_handle and n == s.target
+            if bound[n] != handle:
+                want, got = ("a hook handle", "a tensor") if handle else ("a tensor",
+                                                                          "a hook handle")
+                raise ProgramError(f"{where}: {_field_of(s, n)}: must name {want}, "
+                                   f"{n!r} is {got}")
+        for n in kind.binds(s):
+            bound[n] = kind.binds_handle and n == s.out
+        _block(s.body, f"{path}.", bound)
+
+
+def _shape(s: Stmt, kind: Any, where: str) -> None:
+    """Fields the kind does not read: unknown params, a body on a kind without one, clauses
+    that are no clause IDs."""
+    unknown = [k for k in s.params if k not in kind.param_keys]
+    if unknown:
+        raise ProgramError(f"{where}: params: unknown field {unknown[0]!r} (the kind reads "
+                           f"{', '.join(kind.param_keys) or 'none'})")
+    if s.body and not kind.block:
+        raise ProgramError(f"{where}: body: only a grad-mode block has a body")
+    for i, c in enumerate(s.clauses):
+        if not CLAUSE_ID.fullmatch(c):
+            raise ProgramError(f"{where}: clauses[{i}]: not a clause ID: {c!r}")
+
+
+def _field_of(s: Stmt, name: str) -> str:
+    """The field of `s` that holds `name`, for messages."""
+    if s.target == name:
+        return "target"
+    for i, a in enumerate(s.args):
+        if a == name:
+            return f"args[{i}]"
+    for key, v in s.params.items():
+        if isinstance(v, list) and name in v:
+            return f"params.{key}[{v.index(name)}]"
+    return "params"
