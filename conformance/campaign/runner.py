@@ -14,24 +14,17 @@ pytest plugin uses too) are expected failures; neither fails the run. Each claus
 """
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
+import math
 import random
-import shutil
 import sys
 import time
-import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 from ..engines import EngineError, load_engine
 from ..engines.base import Engine
-from ..judge.compare import Divergence, compare, is_harness
-from ..judge.executor import execute
-from ..judge.localise import localise
-from ..judge.minimize import diverges_like, minimize
+from ..judge.compare import Divergence, is_harness
 from ..judge.probes import check_declarations
 from ..judge.xfail import Xfail, attributed
 from ..judge.xfail import match as xfail_match
@@ -39,6 +32,8 @@ from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
 from ..lang.trace import Trace
 from ..reports.report import (
+    MAX_UNJUDGED,
+    PATH_KEYS,
     Report,
     apply_oracle_version,
     clause_rows,
@@ -46,8 +41,11 @@ from ..reports.report import (
     write_divergence,
 )
 from ..spec.reader import load_spec
+from . import worker
+from .outdir import Staging
+from .pool import Pool, PoolError, Task, context
+from .worker import ProgramSource, check  # noqa: F401 - check: part of this module's API
 
-ProgramSource = Callable[[int, frozenset[str], int], Program]
 Progress = Callable[[int, int, int, float], None]
 
 
@@ -61,173 +59,91 @@ def default_source(seed: int, capabilities: frozenset[str], size: int) -> Progra
     return program_for_seed(seed, capabilities, size)
 
 
-def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
-          shrink_seconds: float = 10.0,
-          on_engine: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Run one program on both engines; a JSON-able result, the program shrunk if divergent.
-    `on_engine` is called between the oracle's run and the engine's."""
-    o = execute(program, oracle)
-    if on_engine:
-        on_engine()
-    e = execute(program, engine)
-    found = compare(program, o, e)
-    result: dict[str, Any] = {"clauses": program.clauses(), "divergences": []}
-    if not found:
-        return result
-    if shrink:
-        small = minimize(program, diverges_like(oracle, engine, found[0]),
-                         max_seconds=shrink_seconds)
-        so, se = execute(small, oracle), execute(small, engine)
-        again = compare(small, so, se)
-        if again:
-            program, o, e, found = small, so, se, again
-    if engine.granularity != "statement":   # found in a unit: where does an eager replay differ
-        where = localise(program, o, engine)
-        for d in found:
-            d.localised_to = where
-    result.update(program=program.to_json(), oracle=o.to_json(), engine=e.to_json(),
-                  divergences=[d.to_json() for d in found])
-    return result
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during run_programs: `results` holds the programs finished (None for the rest)."""
+
+    def __init__(self, results: list[dict[str, Any] | None]):
+        super().__init__("interrupted")
+        self.results = results
 
 
-def _worker(conn: Connection, phase: Any, engine_spec: str, oracle_spec: str, device: str,
-            size: int, caps: frozenset[str], source: ProgramSource, shrink: bool,
-            shrink_s: float) -> None:
-    try:
-        engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
-    except EngineError as exc:
-        conn.send(("fatal", None, str(exc)))
-        return
-    while True:
-        task = conn.recv()
-        if task is None:
-            return
-        index, pseed = task
-        try:
-            program = source(pseed, caps, size)
-            # a crash or hang is the oracle's until the engine's turn is marked in `phase`
-            # (shared memory, not a message: no system call per program)
-            first = check(program, oracle, engine, shrink=False,
-                          on_engine=lambda i=index: setattr(phase, "value", i))
-            if first["divergences"] and shrink:
-                conn.send(("diverged", index, first))   # kept if shrinking dies or hangs
-                first = check(program, oracle, engine, shrink=True, shrink_seconds=shrink_s)
-            conn.send(("done", index, first))
-        except Exception:
-            conn.send(("done", index, {"clauses": [], "internal": traceback.format_exc()}))
+class CampaignInterrupted(KeyboardInterrupt):
+    """Ctrl-C during run_campaign: `report` is the partial report (complete False), written to
+    `report.folder`, a folder of its own beside OUT; OUT is as it was."""
 
-
-class _Slot:
-    """One worker process and the task it is on."""
-
-    def __init__(self, ctx, args: tuple[Any, ...]):
-        self.conn, child = ctx.Pipe()
-        self.phase = ctx.RawValue("q", -1)     # index of the program the engine is running
-        self.proc = ctx.Process(target=_worker, args=(child, self.phase, *args), daemon=True)
-        self.proc.start()
-        child.close()
-        self.task: tuple[int, int] | None = None
-        self.deadline = 0.0
-        self.partial: dict[str, Any] | None = None
-
-    def give(self, task: tuple[int, int], timeout: float) -> None:
-        self.task, self.deadline, self.partial = task, time.monotonic() + timeout, None
-        self.conn.send(task)
-
-    @property
-    def culprit(self) -> str:
-        return "engine" if self.task and self.phase.value == self.task[0] else "oracle"
-
-    def stop(self, kill: bool = False) -> None:
-        try:
-            if kill:
-                self.proc.kill()
-            else:
-                self.conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
-        self.proc.join(timeout=5)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join()
-        self.conn.close()
-
-
-def _failure(slot: _Slot, what: str, detail: str) -> dict[str, Any]:
-    """A crash or hang. The engine's is a divergence; the oracle's cannot judge the engine
-    and is reported apart (it is a bug in the oracle, or a program to stop generating)."""
-    if slot.partial:
-        return slot.partial
-    if slot.culprit == "oracle":
-        verb = {"crash": "crashed", "timeout": "timed out"}[what]
-        return {"oracle_failure": f"the oracle {verb}: {detail}"}
-    return {"failure": Divergence("", "program", what, "completed", detail).to_json()}
+    def __init__(self, report: Report):
+        super().__init__("interrupted")
+        self.report = report
 
 
 def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int], size: int,
                  caps: frozenset[str], jobs: int, timeout: float,
                  source: ProgramSource = default_source, shrink: bool = True,
                  progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Results per program, in seed order; crashes and hangs become failure results."""
-    # fork starts workers fastest; CUDA (torch or cupy) cannot cross a fork, and macOS
-    # frameworks are not fork-safe, so spawn there
-    method = os.environ.get("GRADSPEC_START_METHOD") or (
-        "fork" if sys.platform.startswith("linux") and device == "cpu" else "spawn")
-    ctx = mp.get_context(method)
-    args = (engine_spec, oracle_spec, device, size, caps, source, shrink, 2 * timeout)
-    tasks = list(enumerate(seeds))[::-1]
+    """Results per program, in seed order; crashes and hangs become failure results. A
+    divergent program is shrunk in a fresh worker (campaign/worker.py). Ctrl-C raises
+    Interrupted with the results so far."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout}
     results: list[dict[str, Any] | None] = [None] * len(seeds)
-    slots = [_Slot(ctx, args) for _ in range(max(1, min(jobs, len(seeds))))]
-    done = divergent = 0
+    counts = {"done": 0, "failing": 0}
     start = time.monotonic()
 
-    def finish(slot: _Slot, result: dict[str, Any]) -> None:
-        nonlocal done, divergent
-        assert slot.task is not None
-        results[slot.task[0]] = result
-        done += 1
-        divergent += bool(result.get("divergences") or result.get("failure")
-                          or result.get("internal"))  # oracle failures are not the engine's
-        slot.task = None
-        if progress:
-            progress(done, len(seeds), divergent, time.monotonic() - start)
+    def follow(task: Task, result: dict[str, Any]) -> Task | None:
+        if shrink and task.payload[0] == "check" and result.get("divergences"):
+            return Task(task.index, ("shrink", seeds[task.index]), 3 * timeout, result)
+        return None
 
+    def finish(task: Task, result: dict[str, Any]) -> None:
+        if task.partial and not (result.get("divergences") or result.get("failure")):
+            result = task.partial       # not reproduced while shrinking: keep what was found
+        results[task.index] = result
+        counts["done"] += 1
+        counts["failing"] += bool(result.get("divergences") or result.get("failure")
+                                  or result.get("internal"))  # the oracle's are not counted
+        if progress:
+            progress(counts["done"], len(seeds), counts["failing"], time.monotonic() - start)
+
+    pool = Pool(context([engine_spec, oracle_spec], device), jobs, worker.setup,
+                (engine_spec, oracle_spec, device, options), worker.work,
+                lambda task, what, detail, who, path: worker.failure(
+                    task.partial, what, detail, who, path), follow)
+    tasks = [Task(i, ("check", s), timeout) for i, s in enumerate(seeds)]
     try:
-        while done < len(seeds):
-            for slot in slots:
-                if slot.task is None and tasks:
-                    slot.give(tasks.pop(), timeout)
-            busy = [s for s in slots if s.task is not None]
-            now = time.monotonic()
-            ready = wait([s.conn for s in busy], timeout=max(0.0, min(
-                s.deadline for s in busy) - now))
-            for i, slot in enumerate(slots):
-                if slot.task is None:
-                    continue
-                if slot.conn in ready:
-                    try:
-                        kind, index, payload = slot.conn.recv()
-                    except (EOFError, OSError):
-                        slot.proc.join(timeout=5)
-                        finish(slot, _failure(
-                            slot, "crash", f"worker died (exit code {slot.proc.exitcode})"))
-                        slot.stop(kill=True)
-                        slots[i] = _Slot(ctx, args)
-                        continue
-                    if kind == "fatal":
-                        raise EngineError(payload)
-                    if kind == "diverged":  # shrinking next: give it more time
-                        slot.partial, slot.deadline = payload, time.monotonic() + 3 * timeout
-                    else:
-                        finish(slot, payload)
-                elif time.monotonic() > slot.deadline:
-                    finish(slot, _failure(slot, "timeout", f"no result within {timeout:g} s"))
-                    slot.stop(kill=True)
-                    slots[i] = _Slot(ctx, args)
-    finally:
-        for slot in slots:
-            slot.stop(kill=slot.task is not None)
+        pool.run(tasks, finish)
+    except PoolError as exc:
+        raise EngineError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Interrupted(results) from None
     return [r or {} for r in results]
+
+
+def replay(program: Program, engine_spec: str, oracle_spec: str, device: str = "cpu",
+           timeout: float = 10.0) -> dict[str, Any]:
+    """Run one program on the oracle and the engine in a worker process, as a campaign does:
+    {"oracle", "engine" (traces), "divergences", "names"}, or for a crash or hang
+    {"failure": a Divergence at the statement that was running} or {"oracle_failure": why},
+    or {"internal": a gradspec traceback}. An engine that cannot load is an EngineError."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    out: dict[str, Any] = {}
+    stmts = dict(program.walk())
+
+    def failure(task: Task, what: str, detail: str, who: str, path: str) -> dict[str, Any]:
+        r = worker.failure(None, what, detail, who, path)
+        if "failure" in r and path in stmts:
+            r["failure"].update(op=stmts[path].op, clauses=list(stmts[path].clauses))
+        return r
+
+    pool = Pool(context([engine_spec, oracle_spec], device), 1, worker.setup,
+                (engine_spec, oracle_spec, device, {}), worker.work, failure)
+    try:
+        pool.run([Task(0, ("program", program.to_json()), timeout)],
+                 lambda task, result: out.update(result))
+    except PoolError as exc:
+        raise EngineError(str(exc)) from None
+    return out
 
 
 def stderr_progress(done: int, total: int, divergent: int, seconds: float) -> None:
@@ -246,51 +162,98 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                  out_dir: str | Path = "gradspec-out", progress: Progress | bool | None = True,
                  device: str = "cpu", source: ProgramSource = default_source,
                  shrink: bool = True, xfails: list[Xfail] | None = None,
-                 probe: bool = True) -> Report:
+                 probe: bool = True, max_unjudged: float = MAX_UNJUDGED) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
-    per divergent program; return the Report (exit_code 0 or 1).
+    per divergent, crashed or timed-out program; return the Report (its exit_code: see
+    Report.exit_code).
 
-    Divergences that an entry of `xfails` expects, and those on clauses newer than the
-    oracle's release, are reported apart and do not fail the run. With `probe`, capabilities
-    the engine declares absent are probed (conformance/judge/probes.py)."""
+    The run writes into a fresh folder beside OUT and swaps it in when complete
+    (campaign/outdir.py); Ctrl-C leaves a partial report (`complete` False) in that folder
+    (`report.folder`) and raises CampaignInterrupted. Divergences that an entry of `xfails`
+    expects, and those on clauses newer than the oracle's release, are reported apart and do
+    not fail the run. With `probe`,
+    capabilities the engine declares absent are probed (conformance/judge/probes.py)."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
     caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
     spec = load_spec()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)      # fail now, not after the run
-    shutil.rmtree(out / "divergences", ignore_errors=True)
-    shutil.rmtree(out / "oracle-failures", ignore_errors=True)
+    staging = Staging(out_dir)      # fails now, not after the run, if OUT cannot be written
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
-                    spec.version, seed, count, size, jobs, capabilities=sorted(caps))
+                    spec.version, seed, count, size, jobs, capabilities=sorted(caps),
+                    timeout=timeout, max_unjudged=max_unjudged)
     start = time.monotonic()
-    if probe:
-        report.capability_checks = [r.to_json() for r in check_declarations(engine, oracle)]
-    seeds = program_seeds(seed, count)
-    results = run_programs(engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout,
-                           source, shrink,
-                           stderr_progress if progress is True else progress or None)
+    try:
+        if probe:
+            report.capability_checks = [r.to_json() for r in check_declarations(engine, oracle)]
+        seeds = program_seeds(seed, count)
+        try:
+            results: list[dict[str, Any] | None] = list(run_programs(
+                engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout, source,
+                shrink, stderr_progress if progress is True else progress or None))
+        except Interrupted as stop:
+            results, report.complete = stop.results, False
+        ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path)
+        _collect(report, spec, ctx, seeds, results, xf)
+        report.seconds = round(time.monotonic() - start, 3)
+        report.folder = str(staging.path if not report.complete else staging.out)
+        if report.complete:
+            _relocate(report, staging)
+        report.write(staging.path / "report.json")
+    except BaseException:
+        staging.discard()
+        raise
+    if not report.complete:
+        raise CampaignInterrupted(report)
+    staging.commit()
+    return report
+
+
+class _Context:
+    """What recording a program's folder needs to know about the run."""
+
+    def __init__(self, engine: Engine, engine_spec: str, oracle_spec: str,
+                 caps: frozenset[str], size: int, source: ProgramSource, out: Path):
+        self.engine, self.engine_spec, self.oracle_spec = engine, engine_spec, oracle_spec
+        self.caps, self.size, self.source, self.out = caps, size, source, out
+
+
+def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
+             results: list[dict[str, Any] | None], xf: list[Xfail]) -> None:
+    """Fill the report from the results of the programs run (None: not run, interrupted)."""
     exercised: dict[str, int] = {}
-    divergent: dict[str, int] = {}
+    tallies: dict[str, dict[str, int]] = {"divergences": {}, "crashes": {}, "timeouts": {}}
     entries: list[dict[str, Any]] = []
     for index, (pseed, r) in enumerate(zip(seeds, results, strict=True)):
+        if r is None:
+            continue
+        report.programs += 1
         for cid in r.get("clauses", []):
             exercised[cid] = exercised.get(cid, 0) + 1
             report.first_programs.setdefault(cid, index)
         if r.get("oracle_failure"):
-            report.oracle_failures.append(_record_oracle_failure(
-                index, pseed, r["oracle_failure"], engine, engine_spec, oracle_spec, caps, size,
-                source, out))
+            report.oracle_failures.append(_record_oracle_failure(index, pseed, r, ctx))
             continue
-        entry = _record(index, pseed, r, engine, engine_spec, oracle_spec, caps, size, source,
-                        out)
-        if entry:
+        entry = _record(index, pseed, r, ctx)
+        if entry is None:
+            continue
+        column = {"crash": "crashes", "timeout": "timeouts"}.get(entry["what"], "divergences")
+        if column == "divergences":
             entries.append(entry)
-            for cid in entry["primary"]:
-                divergent[cid] = divergent.get(cid, 0) + 1
-    report.programs = len(results)
-    report.clauses = rows = clause_rows(spec, caps, exercised, divergent)
-    too_new = apply_oracle_version(spec, rows, oracle.version)
+        else:
+            getattr(report, column).append(entry)
+        for cid in entry["primary"]:
+            tallies[column][cid] = tallies[column].get(cid, 0) + 1
+    report.clauses = rows = clause_rows(spec, ctx.caps, exercised, tallies["divergences"],
+                                        tallies["crashes"], tallies["timeouts"])
+    _sort(report, spec, rows, entries, xf, seeds)
+
+
+def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
+          xf: list[Xfail], seeds: list[int]) -> None:
+    """Divergences into failing, expected and not applicable; clause statuses; stale xfails."""
+    too_new = apply_oracle_version(spec, rows, report.oracle_version)
     expected: dict[str, int] = {}
     used: set[int] = set()
     for entry in entries:
@@ -312,13 +275,21 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         else:
             report.divergences.append(entry)
     from ..generate import NOT_GENERATED
-    set_statuses(spec, rows, caps, expected, report.programs, too_new, NOT_GENERATED)
+    set_statuses(spec, rows, frozenset(report.capabilities), expected, report.programs,
+                 too_new, NOT_GENERATED)
     diverged = {e["program_seed"] for e in entries}
     report.stale_xfails = stale_xfails(xf, set(spec.clauses), rows,
                                        {s: s in diverged for s in seeds}, used)
-    report.seconds = round(time.monotonic() - start, 3)
-    report.write(out / "report.json")
-    return report
+
+
+def _relocate(report: Report, staging: Staging) -> None:
+    """The paths of a complete run's entries, as they will be once swapped into OUT."""
+    for kind in ("divergences", "crashes", "timeouts", "oracle_failures", "expected_failures",
+                 "not_applicable"):
+        for entry in getattr(report, kind):
+            for key in PATH_KEYS:
+                if key in entry:
+                    entry[key] = staging.final(entry[key])
 
 
 def _regenerate(source: ProgramSource, pseed: int, caps: frozenset[str], size: int) -> Program:
@@ -328,22 +299,42 @@ def _regenerate(source: ProgramSource, pseed: int, caps: frozenset[str], size: i
         return Program([], seed=pseed)
 
 
-def _record_oracle_failure(index: int, pseed: int, detail: str, engine: Engine,
-                           engine_spec: str, oracle_spec: str, caps: frozenset[str], size: int,
-                           source: ProgramSource, out: Path) -> dict[str, Any]:
-    program = _regenerate(source, pseed, caps, size)
-    folder = out / "oracle-failures" / f"{index:04d}-seed{pseed}"
+def _record_oracle_failure(index: int, pseed: int, r: dict[str, Any], ctx: _Context
+                           ) -> dict[str, Any]:
+    detail = r["oracle_failure"]
+    program = _regenerate(ctx.source, pseed, ctx.caps, ctx.size)
+    folder = ctx.out / "oracle-failures" / f"{index:04d}-seed{pseed}"
     div = Divergence("", "program", "oracle failure", detail, "not judged")
-    paths = write_divergence(folder, program, None, None, [div], engine, engine_spec,
-                             oracle_spec)
+    paths = write_divergence(folder, program, None, None, [div], ctx.engine, ctx.engine_spec,
+                             ctx.oracle_spec)
     return {"index": index, "program_seed": pseed, "detail": detail, "folder": str(folder),
             "repro_torch": paths["repro_torch"]}
 
 
-def _record(index: int, pseed: int, r: dict[str, Any], engine: Engine, engine_spec: str,
-            oracle_spec: str, caps: frozenset[str], size: int, source: ProgramSource,
-            out: Path) -> dict[str, Any] | None:
-    """Write the folder of a divergent program; its entry for report.json (None if none)."""
+def _failed_program(r: dict[str, Any], pseed: int, ctx: _Context
+                    ) -> tuple[Program, list[Divergence]]:
+    """A crashed or hung program (regenerated: it is deterministic), cut after the statement
+    that was running when the engine runs one statement at a time; or a gradspec bug's."""
+    program = _regenerate(ctx.source, pseed, ctx.caps, ctx.size)
+    if r.get("internal"):
+        return program, [Divergence("", "program", "internal", "completed (a gradspec bug: "
+                                    "see the traceback in report.json)",
+                                    r["internal"].strip().splitlines()[-1])]
+    div = Divergence.from_json(r["failure"])
+    stmts = dict(program.walk())
+    if div.path in stmts:
+        div.op, div.clauses = stmts[div.path].op, list(stmts[div.path].clauses)
+        top = int(div.path.split(".")[0])
+        if ctx.engine.granularity == "statement" and top + 1 < len(program.statements):
+            program = Program(program.statements[:top + 1], seed=program.seed,
+                              meta={**program.meta, "minimized_from": len(stmts)})
+    return program, [div]
+
+
+def _record(index: int, pseed: int, r: dict[str, Any], ctx: _Context
+            ) -> dict[str, Any] | None:
+    """Write the folder of a divergent, crashed or timed-out program; its entry for
+    report.json (None if the program passed)."""
     if not (r.get("divergences") or r.get("failure") or r.get("internal")):
         return None
     oracle_trace = engine_trace = None
@@ -351,16 +342,12 @@ def _record(index: int, pseed: int, r: dict[str, Any], engine: Engine, engine_sp
         program = Program.from_json(r["program"])
         divs = [Divergence.from_json(d) for d in r["divergences"]]
         oracle_trace, engine_trace = Trace.from_json(r["oracle"]), Trace.from_json(r["engine"])
-    else:  # crash, timeout or a gradspec bug: regenerate the program, it is deterministic
-        program = _regenerate(source, pseed, caps, size)
-        divs = [Divergence.from_json(r["failure"]) if r.get("failure") else
-                Divergence("", "program", "internal", "completed",
-                           r["internal"].strip().splitlines()[-1])]
-        if r.get("internal"):
-            divs[0].engine += " (a gradspec bug: see the traceback in report.json)"
-    folder = out / "divergences" / f"{index:04d}-seed{pseed}"
-    paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, engine,
-                             engine_spec, oracle_spec)
+    else:
+        program, divs = _failed_program(r, pseed, ctx)
+    group = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
+    folder = ctx.out / group / f"{index:04d}-seed{pseed}"
+    paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, ctx.engine,
+                             ctx.engine_spec, ctx.oracle_spec)
     # `clauses`: every clause involved (the backward slices); `primary`: those the divergences
     # are attributed to, which the per-clause table counts and expected failures match
     cites: dict[str, None] = {}

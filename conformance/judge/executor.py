@@ -12,6 +12,7 @@ kinds emitted and the hook calls made while the statement ran, in call order.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ..engines.base import Engine
@@ -44,8 +45,9 @@ def _message(exc: BaseException) -> str:
 class _Run:
     """A program running on an engine: what the statement kinds' `run` is handed."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, on_statement: Callable[[str], None] | None = None):
         self.e = engine
+        self.on_statement = on_statement    # told each statement's path as it begins
         self.env: dict[str, Any] = {}
         self.dead: set[str] = set()
         self.trace = Trace(engine.name, engine.version, engine.device)
@@ -72,6 +74,8 @@ class _Run:
             self.stmt(s, f"{prefix}{i}")
 
     def stmt(self, s: Stmt, path: str) -> None:
+        if self.on_statement is not None:
+            self.on_statement(path)
         ev = Event(path, s.op)
         self.trace.events.append(ev)
         kind = KINDS.get(s.op)
@@ -141,11 +145,13 @@ def names(s: Stmt) -> tuple[list[str], list[str]]:
     return [], [s.out] if isinstance(s.out, str) else []
 
 
-def execute(program: Program, engine: Engine) -> Trace:
+def execute(program: Program, engine: Engine,
+            on_statement: Callable[[str], None] | None = None) -> Trace:
     """Run `program` on `engine`; never raises for what the engine does. An engine whose
     granularity is not "statement" is handed the program one segment at a time
-    (conformance/judge/segments.py)."""
-    run = _Run(engine)
+    (conformance/judge/segments.py). `on_statement(path)` is called as each statement begins
+    (a worker's progress: conformance/campaign/pool.py)."""
+    run = _Run(engine, on_statement)
     with warnings.catch_warnings(record=True) as run.caught:
         warnings.simplefilter("always")
         if engine.granularity == "statement":

@@ -7,8 +7,16 @@ Per divergent program, a folder under OUT/divergences/:
     repro_torch.py       the program as plain torch code
     repro_<engine>.py    the same on the engine under test (`import X as torch`), or a script
                          that runs `gradspec replay` for engines without a torch-shaped module
+The same for a program the engine crashed on (OUT/crashes/) or hung on (OUT/timeouts/), and for
+one the oracle failed on (OUT/oracle-failures/): none of these is a divergence, each has its own
+list and count in report.json, its own columns in the clause table and its own summary line.
 OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
 repro paths; `clause_table` is the table `print_summary` prints at the end of a run.
+
+A run's verdict (`Report.exit_code`): 0 every program judged and none divergent; 1 divergences,
+or crashes and timeouts on at most `max_unjudged` of the programs; 3 could not judge: a harness
+error, an oracle failure, or more than `max_unjudged` (a fraction, default MAX_UNJUDGED) of the
+programs crashed or timed out; 130 interrupted (the report is partial: `complete` false).
 
 Per clause, a status: pass (exercised, no divergence), diverges, xfail (diverges, as an
 expected-failure file says) or n/a, with the reason: the engine lacks a capability the clause
@@ -25,11 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from ..engines.base import Engine
-from ..judge.compare import Divergence, outcome
+from ..judge.compare import Divergence, is_harness, outcome
 from ..judge.executor import VALUED
 from ..lang.program import Program
 from ..lang.trace import Event, Trace
 from .render import render, render_replay, statement
+
+MAX_UNJUDGED = 0.01     # the fraction of programs that may crash or time out in a judged run
+EXIT_UNJUDGED, EXIT_INTERRUPTED = 3, 130
+# the keys of a report entry that hold paths (of its folder and the files in it)
+PATH_KEYS = ("folder", "program", "divergence", "traces", "repro_torch", "repro_engine")
 
 
 def safe_name(name: str) -> str:
@@ -120,6 +133,8 @@ class Report:
     clauses: dict[str, dict[str, Any]] = field(default_factory=dict)
     divergences: list[dict[str, Any]] = field(default_factory=list)
     oracle_failures: list[dict[str, Any]] = field(default_factory=list)  # not divergences
+    crashes: list[dict[str, Any]] = field(default_factory=list)     # the engine's; not
+    timeouts: list[dict[str, Any]] = field(default_factory=list)    # divergences either
     seconds: float = 0.0
     # divergences that do not fail the run: as an expected-failure file says, or on clauses
     # newer than the oracle's release (each entry says which)
@@ -129,14 +144,41 @@ class Report:
     capability_checks: list[dict[str, Any]] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)   # engine's & oracle's, sorted
     first_programs: dict[str, int] = field(default_factory=dict)  # clause -> program index
+    timeout: float = 10.0                   # seconds per program
+    max_unjudged: float = MAX_UNJUDGED
+    complete: bool = True                   # False: interrupted, `programs` of `count` ran
+    folder: str = ""                        # where report.json is
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.divergences else 0
+        """0 judged, no divergence; 1 failing; 3 could not judge (`unjudged`); 130 incomplete."""
+        if not self.complete:
+            return EXIT_INTERRUPTED
+        if self.unjudged():
+            return EXIT_UNJUDGED
+        return 1 if self.divergences or self.crashes or self.timeouts else 0
+
+    def unjudged(self) -> str | None:
+        """Why the run could not judge the engine, in one line; None if it could."""
+        harness = [d for d in self.divergences if is_harness(d)]
+        if harness:
+            return (f"could not judge {len(harness)} program(s): gradspec could not express a "
+                    f"statement; first: {harness[0]['first'].splitlines()[0]}")
+        if self.oracle_failures:
+            return (f"could not judge {len(self.oracle_failures)} program(s): the oracle "
+                    f"failed; first: {self.oracle_failures[0]['detail']}")
+        failed = len(self.crashes) + len(self.timeouts)
+        if failed and failed > self.max_unjudged * self.programs:
+            return (f"could not judge: {len(self.crashes)} crash(es) and {len(self.timeouts)} "
+                    f"timeout(s) in {self.programs} programs, more than "
+                    f"{self.max_unjudged:.1%} (--max-unjudged)")
+        return None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["divergent_programs"] = len(self.divergences)
+        d["crashed_programs"], d["timed_out_programs"] = len(self.crashes), len(self.timeouts)
+        d["exit_code"], d["unjudged"] = self.exit_code, self.unjudged()
         return d
 
     def write(self, path: Path) -> None:
@@ -145,17 +187,24 @@ class Report:
 
 
 def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
-                divergent: dict[str, int]) -> dict[str, dict[str, Any]]:
+                divergent: dict[str, int], crashes: dict[str, int] | None = None,
+                timeouts: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """Per active clause: programs that exercised it, divergent programs citing it, and
-    whether the engine can express it at all (its `requires` are all capabilities)."""
+    whether the engine can express it at all (its `requires` are all capabilities). With
+    `crashes` and `timeouts` (a campaign's), also the programs that crashed or hung on a
+    statement citing it."""
     rows: dict[str, dict[str, Any]] = {}
+    tagged = [*exercised, *(crashes or {}), *(timeouts or {})]
     for c in spec.active():
-        applicable = all(r in capabilities for r in c.requires)
         rows[c.id] = {"programs": exercised.get(c.id, 0), "divergences": divergent.get(c.id, 0),
-                      "applicable": applicable}
-    for cid in exercised:   # clauses tagged in programs but absent from the spec
-        rows.setdefault(cid, {"programs": exercised[cid], "divergences": divergent.get(cid, 0),
-                              "applicable": True})
+                      "applicable": all(r in capabilities for r in c.requires)}
+    for cid in tagged:   # clauses tagged in programs but absent from the spec
+        rows.setdefault(cid, {"programs": exercised.get(cid, 0),
+                              "divergences": divergent.get(cid, 0), "applicable": True})
+    if crashes is not None or timeouts is not None:
+        for cid, row in rows.items():
+            row["crashes"] = (crashes or {}).get(cid, 0)
+            row["timeouts"] = (timeouts or {}).get(cid, 0)
     return rows
 
 
@@ -210,6 +259,10 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
             if lacking:
                 row["reason"] = f"diverged, though it requires {', '.join(lacking)}, which " \
                                 f"the engine lacks"
+        elif row.get("crashes") or row.get("timeouts"):
+            row["status"] = "n/a"
+            row["reason"] = (f"not judged: the engine crashed on {row['crashes']} and hung on "
+                             f"{row['timeouts']} program(s) at a statement citing it")
         elif not row["applicable"]:
             row["status"] = "n/a"
             if "reason" not in row:
@@ -223,13 +276,15 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
 
 
 def clause_table(rows: dict[str, dict[str, Any]]) -> str:
+    """Per clause: programs, divergences, and (for a campaign's rows) crashes and timeouts."""
     w = max([len(c) for c in rows] + [6])
-    out = [f"{'clause':<{w}}  {'programs':>8}  {'divergences':>11}"]
+    failures = any("crashes" in r for r in rows.values())
+    cols = [("programs", 8), ("divergences", 11)] + (
+        [("crashes", 7), ("timeouts", 8)] if failures else [])
+    out = ["  ".join([f"{'clause':<{w}}"] + [f"{k:>{n}}" for k, n in cols])]
     for cid, r in rows.items():
-        if not r["applicable"]:
-            out.append(f"{cid:<{w}}  {'n/a':>8}  {'n/a':>11}")
-        else:
-            out.append(f"{cid:<{w}}  {r['programs']:>8}  {r['divergences']:>11}")
+        cells = [f"{('n/a' if not r['applicable'] else r.get(k, 0)):>{n}}" for k, n in cols]
+        out.append("  ".join([f"{cid:<{w}}"] + cells))
     return "\n".join(out)
 
 
@@ -248,7 +303,10 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
     print(f"{report.engine} {report.engine_version} ({report.device}) vs {report.oracle} "
           f"{report.oracle_version}, spec {report.spec_version}, seed {report.seed}: "
           f"{report.programs} programs, {len(report.divergences)} divergent, "
-          f"{report.seconds:.1f} s")
+          f"{len(report.crashes)} crashed, {len(report.timeouts)} timed out, "
+          f"{len(report.oracle_failures)} oracle failures, {report.seconds:.1f} s"
+          + ("" if report.complete else f" (INCOMPLETE: interrupted, {report.programs} of "
+             f"{report.count} programs ran)"))
     states = [r.get("status") for r in report.clauses.values()]
     if any(states):
         print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
@@ -257,6 +315,10 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
         print(f"  #{d['index']} {d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
     if len(report.divergences) > 20:
         print(f"  ... {len(report.divergences) - 20} more in {Path(out_dir) / 'report.json'}")
+    for kind, d in [("crash", d) for d in report.crashes[:10]] + [
+            ("timeout", d) for d in report.timeouts[:10]]:
+        print(f"  {kind} on program #{d['index']} (not counted as a divergence): "
+              f"{d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
     for f in report.oracle_failures:
         print(f"  oracle failure on program #{f['index']} (not counted as a divergence): "
               f"{f['detail']}\n      repro: {f['repro_torch']}")
@@ -274,4 +336,4 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
     for c in report.capability_checks:
         if c["verdict"] not in ("ok", "unprobed"):
             print(f"  capability {c['capability']}: {c['verdict']}: {c['detail']}")
-    print(f"report: {Path(out_dir) / 'report.json'}")
+    print(f"report: {Path(report.folder or out_dir) / 'report.json'}")

@@ -1,5 +1,6 @@
-"""conformance.runner: campaigns in worker processes. Crashes and hangs are reported and the
-run goes on; the oracle's own failures are kept apart; -n 2 gives what -n 1 gives."""
+"""conformance.runner: campaigns in worker processes. Crashes and hangs are reported, apart
+from divergences, and the run goes on; the oracle's own failures are kept apart and the run
+cannot judge; -n 2 gives what -n 1 gives."""
 from __future__ import annotations
 
 import json
@@ -52,23 +53,24 @@ def test_a_crashing_engine_does_not_end_the_run(tmp_path):
     report = campaign(tmp_path, f"{MOD}:crashing", jobs=2)
     seeds = program_seeds(0, 6)
     crashed = [i for i, k in enumerate(kinds(seeds)) if k != "no_backward"]
-    assert report.programs == 6 and [d["index"] for d in report.divergences] == crashed
-    assert all(d["what"] == "crash" and "exit code 3" in d["first"]
-               for d in report.divergences)
-    folder = tmp_path / "divergences"
+    assert report.programs == 6 and [d["index"] for d in report.crashes] == crashed
+    assert report.divergences == [] and report.exit_code == 3     # more than 1% crashed
+    assert all(d["what"] == "crash" and "exit code 3" in d["first"] for d in report.crashes)
+    folder = tmp_path / "crashes"
     assert len(list(folder.glob("*/program.json"))) == len(crashed)
+    assert not (tmp_path / "divergences").exists()
 
 
 def test_a_hanging_engine_times_out(tmp_path):
     report = campaign(tmp_path, f"{MOD}:hanging", count=3, timeout=1.0)
     hung = [i for i, k in enumerate(kinds(program_seeds(0, 3))) if k != "no_backward"]
-    assert [d["index"] for d in report.divergences] == hung
-    assert all(d["what"] == "timeout" for d in report.divergences)
+    assert [d["index"] for d in report.timeouts] == hung and report.divergences == []
+    assert all(d["what"] == "timeout" for d in report.timeouts)
 
 
 def test_the_oracle_crashing_is_not_the_engines_divergence(tmp_path):
     report = campaign(tmp_path, "torch", f"{MOD}:crashing", count=3)
-    assert report.exit_code == 0 and report.divergences == []
+    assert report.exit_code == 3 and report.divergences == []     # could not judge
     assert report.oracle_failures and "the oracle crashed" in report.oracle_failures[0]["detail"]
 
 

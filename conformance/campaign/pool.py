@@ -1,0 +1,307 @@
+"""Worker processes that run programs and survive the engine crashing or hanging on one.
+
+A `Pool` hands tasks to worker processes, one task at a time each, and collects one result
+per task. A worker that dies (the engine aborted, or was killed) or does not answer within the
+task's time limit is killed and replaced; the task gets a failure result that says which engine
+was running (the oracle or the engine under test) and which statement (workers write both into
+shared memory as they go: `Progress`, no system call per statement). A task's clock starts when
+the worker begins it, not when it was queued: a fresh worker's start-up does not count.
+
+Hygiene:
+- a worker exits when the process that started it dies, by any signal: on Linux through
+  prctl(PR_SET_PDEATHSIG), everywhere through a thread that watches the parent's pid;
+- workers ignore SIGINT: Ctrl-C reaches the parent alone, which stops every worker;
+- the start method (`start_method`): fork only when every engine of the run is a built-in
+  known to be fork-safe (torch, refimpl) on CPU under Linux, where it starts workers fastest;
+  otherwise forkserver (Linux) or spawn, so that an engine that starts threads when imported
+  is imported in the workers alone, never inherited half-locked through a fork.
+  GRADSPEC_START_METHOD overrides the choice.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+FORK_SAFE = frozenset({"torch", "refimpl"})
+# imported once by a forkserver, so that each worker forked from it starts warm; never the
+# engines themselves (they are imported in the workers)
+PRELOAD = ["conformance.importpath", "numpy", "torch", "conformance.campaign.runner"]
+PATH_BYTES = 128
+NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
+WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}
+
+
+def start_method(specs: list[str], device: str) -> str:
+    """The multiprocessing start method for workers running the engines `specs` on `device`."""
+    chosen = os.environ.get("GRADSPEC_START_METHOD")
+    if chosen:
+        return chosen
+    if not sys.platform.startswith("linux"):
+        return "spawn"      # macOS frameworks are not fork-safe; Windows has spawn only
+    if device == "cpu" and all(s in FORK_SAFE for s in specs):
+        return "fork"       # CUDA cannot cross a fork
+    return "forkserver"
+
+
+def context(specs: list[str], device: str):
+    """A multiprocessing context for workers running the engines `specs` on `device`."""
+    method = start_method(specs, device)
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+class Progress:
+    """What a worker is doing, in shared memory: the task's index, which engine is running
+    (ORACLE or ENGINE) and the path of the statement it runs."""
+
+    def __init__(self, ctx):
+        self.index = ctx.RawValue("q", -1)
+        self.who = ctx.RawValue("i", NOT_STARTED)
+        self.path = ctx.RawArray("c", PATH_BYTES)
+
+    def begin(self, index: int) -> None:
+        self.index.value, self.who.value, self.path.value = index, NOT_STARTED, b""
+
+    def running(self, who: int) -> None:
+        self.who.value, self.path.value = who, b""
+
+    def statement(self, path: str) -> None:
+        self.path.value = path.encode()[:PATH_BYTES - 1]
+
+    def where(self) -> tuple[str, str]:
+        """(who, statement path) of the last report; path '' before the first statement."""
+        return WHO.get(self.who.value, "the worker"), self.path.value.decode()
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this process when `parent` (the process that runs the pool) dies: the kernel's
+    parent-death signal where there is one (Linux), and a thread that watches both this
+    process's parent (a dead parent's children are handed to another at once) and `parent`
+    itself (a forkserver's children: their parent is the server, which outlives `parent` while
+    they hold its pipe)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+    ppid = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == ppid and _alive(parent):
+            time.sleep(0.25)
+        os._exit(1)
+    if ppid != parent and not _alive(parent):
+        os._exit(1)
+    threading.Thread(target=watch, name="gradspec-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True     # no /proc: the signal check is all there is
+
+
+Setup = Callable[..., Any]
+Work = Callable[[Any, Any, Progress, Callable[[Any], None]], tuple[Any, bool]]
+
+
+def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
+           setup_args: tuple[Any, ...], work: Work) -> None:
+    """A worker's life: `state = setup(progress, *setup_args)`, then for each task
+    `work(state, payload, progress, keep)` -> (result, retire); `keep(partial)` sends a result
+    to keep should the rest of the task crash or hang. A setup that raises ends the pool (a
+    'fatal' message)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
+    try:
+        state = setup(progress, *setup_args)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
+        conn.send(("fatal", -1, f"{exc}"))
+        return
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        index, payload = task
+        progress.begin(index)
+        conn.send(("begin", index, None))
+        result, retire = work(state, payload, progress,
+                              lambda partial, i=index: conn.send(("keep", i, partial)))
+        conn.send(("done", index, (result, retire)))
+        if retire:
+            return
+
+
+@dataclass
+class Task:
+    """One unit of work: `payload` goes to the worker; `seconds` is its time limit from when
+    the worker begins it; `partial` is the result kept should it crash or hang."""
+
+    index: int
+    payload: Any
+    seconds: float
+    partial: Any = None
+    fresh: bool = False         # run it in a worker that has run nothing before
+
+
+class PoolError(Exception):
+    """A worker could not set up (its engines did not load): the message says why."""
+
+
+class _Slot:
+    """One worker process and the task it is on."""
+
+    def __init__(self, pool: Pool):
+        ctx = pool.ctx
+        self.conn, child = ctx.Pipe()
+        self.progress = Progress(ctx)
+        self.proc = ctx.Process(target=_serve, daemon=True, args=(
+            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work))
+        with _main_not_rerun(ctx.get_start_method()):
+            self.proc.start()
+        child.close()
+        self.task: Task | None = None
+        self.used = False
+        self.deadline = 0.0
+        self.warmup = pool.warmup
+
+    def give(self, task: Task) -> None:
+        self.task, self.used = task, True
+        self.deadline = time.monotonic() + self.warmup      # until the worker begins it
+        self.conn.send((task.index, task.payload))
+
+    def stop(self, kill: bool = False) -> None:
+        with contextlib.suppress(OSError, BrokenPipeError):
+            if kill:
+                self.proc.kill()
+            else:
+                self.conn.send(None)
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+@contextlib.contextmanager
+def _main_not_rerun(method: str):
+    """Start a worker without running the parent's main script again in it. A worker's code is
+    all in this module, but spawn and forkserver run a main script given by path again in each
+    child (as __mp_main__), which starts an unguarded script (a repro) over; hiding the path
+    while the worker starts prevents it. A main module run by name is imported by name, which
+    runs nothing under `if __name__ == "__main__"`, and is left alone."""
+    main = sys.modules.get("__main__")
+    if method == "fork" or main is None or getattr(main, "__spec__", None) is not None \
+            or "__file__" not in vars(main):
+        yield
+        return
+    path = vars(main).pop("__file__")
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
+Failure = Callable[[Task, str, str, str, str], Any]   # task, crash|timeout, detail, who, path
+
+
+class Pool:
+    """`jobs` workers, each running `setup(*setup_args)` once and then `work` per task.
+    `failure(task, what, detail, who, path)` is the result of a task whose worker crashed
+    (what 'crash') or hung ('timeout'); `follow(task, result)` may return a task to run next
+    in a fresh worker (a divergent program's shrinking)."""
+
+    def __init__(self, ctx, jobs: int, setup: Setup, setup_args: tuple[Any, ...], work: Work,
+                 failure: Failure, follow: Callable[[Task, Any], Task | None] | None = None,
+                 warmup: float = 120.0):
+        self.ctx, self.jobs, self.setup, self.setup_args, self.work = (
+            ctx, jobs, setup, setup_args, work)
+        self.failure, self.follow, self.warmup = failure, follow, warmup
+
+    def run(self, tasks: list[Task], finish: Callable[[Task, Any], None]) -> None:
+        """Run every task; `finish(task, result)` once per task, in completion order. Ctrl-C
+        (KeyboardInterrupt) stops every worker and propagates."""
+        queue = list(reversed(tasks))
+        slots = [_Slot(self) for _ in range(max(1, min(self.jobs, len(tasks))))]
+        try:
+            while queue or any(s.task for s in slots):
+                for i, slot in enumerate(slots):
+                    if slot.task is None and queue:
+                        if queue[-1].fresh and slot.used:
+                            slot.stop()
+                            slots[i] = slot = _Slot(self)
+                        slot.give(queue.pop())
+                busy = [s for s in slots if s.task is not None]
+                ready = wait([s.conn for s in busy], timeout=max(0.0, min(
+                    s.deadline for s in busy) - time.monotonic()))
+                for i, slot in enumerate(slots):
+                    if slot.task is not None and not self._step(slot, slot.conn in ready,
+                                                                finish, queue):
+                        slot.stop(kill=True)
+                        slots[i] = _Slot(self)
+        finally:
+            for slot in slots:
+                slot.stop(kill=slot.task is not None)
+
+    def _step(self, slot: _Slot, ready: bool, finish, queue: list[Task]) -> bool:
+        """Handle what a busy worker said, or its silence; False when it must be replaced."""
+        task = slot.task
+        assert task is not None
+        if not ready:
+            if time.monotonic() <= slot.deadline:
+                return True
+            who, path = slot.progress.where()
+            self._done(slot, self.failure(task, "timeout", f"no result within "
+                                          f"{task.seconds:g} s", who, path), finish, queue)
+            return False
+        try:
+            kind, _, payload = slot.conn.recv()
+        except (EOFError, OSError):
+            slot.proc.join(timeout=5)
+            who, path = slot.progress.where()
+            self._done(slot, self.failure(task, "crash", f"worker died (exit code "
+                                          f"{slot.proc.exitcode})", who, path), finish, queue)
+            return False
+        if kind == "fatal":
+            raise PoolError(payload)
+        if kind == "begin":
+            slot.deadline = time.monotonic() + task.seconds
+        elif kind == "keep":
+            task.partial = payload
+        else:
+            result, retire = payload
+            self._done(slot, result, finish, queue)
+            return not retire
+        return True
+
+    def _done(self, slot: _Slot, result: Any, finish, queue: list[Task]) -> None:
+        task = slot.task
+        assert task is not None
+        slot.task = None
+        nxt = self.follow(task, result) if self.follow else None
+        if nxt is not None:
+            nxt.fresh = True
+            queue.append(nxt)
+        else:
+            finish(task, result)
+

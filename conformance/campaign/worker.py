@@ -1,0 +1,174 @@
+"""What a campaign's worker does with one program: run it on the oracle and the engine,
+hermetically, compare, and shrink a divergence (conformance/campaign/pool.py runs it).
+
+Hermetic: grad mode is global engine state the spec covers (MODE-1..MODE-6). Before each run
+of a program it is reset to on; after it, the engine's mode is checked against the oracle's.
+A program after which the engine's mode differs from the oracle's (a grad-mode block or
+decorator that did not restore it, MODE-4 and MODE-5) has that as its first divergence, of kind
+"grad mode leak"; the mode is reset, and the worker retires after the program, so that no later
+program runs in a process it may have changed. Shrinking runs in a fresh worker.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..engines import load_engine
+from ..engines.base import Engine
+from ..judge.compare import Divergence, compare
+from ..judge.executor import execute
+from ..judge.localise import localise
+from ..judge.minimize import minimize, signature
+from ..lang.program import Program
+from ..lang.trace import Trace
+from .pool import ENGINE, ORACLE, Progress
+
+LEAK = "grad mode leak"
+LEAK_CLAUSES = ["MODE-4", "MODE-5"]
+ProgramSource = Callable[[int, frozenset[str], int], Program]
+_ENTERED: list[Any] = []    # mode managers entered to reset the mode, kept so none restores
+
+
+def _grad_mode(engine: Engine) -> bool | None:
+    """The engine's grad mode, None when it has no grad modes or cannot say."""
+    if "grad_modes" not in engine.capabilities:
+        return None
+    try:
+        return bool(engine.is_grad_enabled())
+    except Exception:  # noqa: BLE001 - an engine that cannot say has nothing to check
+        return None
+
+
+def reset_grad_mode(engine: Engine) -> bool:
+    """Turn the engine's grad mode on (a bare set_grad_enabled(True), MODE-3); whether it is
+    on afterwards (True for an engine without grad modes)."""
+    if _grad_mode(engine) is not False:
+        return True
+    try:
+        cm = engine.grad_mode("set_grad_enabled", True)
+        if _grad_mode(engine) is False:
+            cm.__enter__()
+        _ENTERED.append(cm)
+    except Exception:  # noqa: BLE001 - judged by the check below
+        pass
+    return _grad_mode(engine) is not False
+
+
+class Runs:
+    """A worker's engines and what they left behind: `dirty` once a program left an engine's
+    grad mode changed, or it could not be reset (the worker must then retire)."""
+
+    def __init__(self, engine: Engine, oracle: Engine, progress: Progress | None = None):
+        self.engine, self.oracle, self.progress = engine, oracle, progress
+        self.dirty = False
+
+    def run(self, program: Program, engine: Engine, who: int) -> tuple[Trace, bool | None]:
+        """One hermetic run: (trace, grad mode after it)."""
+        if not reset_grad_mode(engine):
+            self.dirty = True
+        on = None
+        if self.progress is not None:
+            self.progress.running(who)
+            on = self.progress.statement
+        trace = execute(program, engine, on)
+        after = _grad_mode(engine)
+        if after is False and not reset_grad_mode(engine):
+            self.dirty = True
+        return trace, after
+
+    def judge(self, program: Program, on_engine: Callable[[], None] | None = None
+              ) -> tuple[Trace, Trace, list[Divergence]]:
+        """Both runs and their divergences, a grad-mode leak first."""
+        o, o_mode = self.run(program, self.oracle, ORACLE)
+        if on_engine:
+            on_engine()
+        e, e_mode = self.run(program, self.engine, ENGINE)
+        found = compare(program, o, e)
+        if o_mode is not None and e_mode is not None and o_mode != e_mode:
+            self.dirty = True
+            state = {True: "on", False: "off"}
+            found.insert(0, Divergence(
+                "", "program", LEAK, f"grad mode {state[o_mode]} after the program",
+                f"grad mode {state[e_mode]} after the program: a mode the program set was "
+                "not restored", list(LEAK_CLAUSES)))
+        return o, e, found
+
+    def diverges_like(self, target: Divergence) -> Callable[[Program], bool]:
+        def test(p: Program) -> bool:
+            return any(signature(d) == signature(target) for d in self.judge(p)[2])
+        return test
+
+
+def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
+          shrink_seconds: float = 10.0, on_engine: Callable[[], None] | None = None,
+          runs: Runs | None = None) -> dict[str, Any]:
+    """Run one program on both engines; a JSON-able result, the program shrunk if divergent.
+    `on_engine` is called between the oracle's run and the engine's."""
+    runs = runs or Runs(engine, oracle)
+    o, e, found = runs.judge(program, on_engine)
+    result: dict[str, Any] = {"clauses": program.clauses(), "divergences": []}
+    if not found:
+        return result
+    if shrink:
+        small = minimize(program, runs.diverges_like(found[0]), max_seconds=shrink_seconds)
+        so, se, again = runs.judge(small)
+        if again:
+            program, o, e, found = small, so, se, again
+    if engine.granularity != "statement":   # found in a unit: where does an eager replay differ
+        where = localise(program, o, engine)
+        for d in found:
+            d.localised_to = where
+    result.update(program=program.to_json(), oracle=o.to_json(), engine=e.to_json(),
+                  divergences=[d.to_json() for d in found])
+    return result
+
+
+def setup(progress: Progress, engine_spec: str, oracle_spec: str, device: str,
+          options: dict[str, Any]) -> tuple[Runs, dict[str, Any]]:
+    """A worker's engines, loaded in the worker (the engine first, then the oracle)."""
+    progress.running(ENGINE)
+    engine = load_engine(engine_spec, device)
+    progress.running(ORACLE)
+    oracle = load_engine(oracle_spec, device)
+    progress.running(0)
+    return Runs(engine, oracle, progress), options
+
+
+def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress: Progress,
+         keep: Callable[[Any], None]) -> tuple[dict[str, Any], bool]:
+    """One task: ("check", seed) runs the seed's program unshrunk; ("shrink", seed) runs and
+    shrinks it; ("program", program JSON) runs a given program (a replay). Returns (result,
+    whether the worker must retire)."""
+    runs, opt = state
+    what, arg = payload
+    try:
+        if what == "program":
+            program = Program.from_json(arg)
+            o, e, found = runs.judge(program)
+            result = {"oracle": o.to_json(), "engine": e.to_json(),
+                      "divergences": [d.to_json() for d in found],
+                      "names": [runs.oracle.name, runs.engine.name]}
+        else:
+            program = opt["source"](arg, opt["caps"], opt["size"])
+            result = check(program, runs.oracle, runs.engine, shrink=what == "shrink",
+                           shrink_seconds=opt["shrink_seconds"], runs=runs)
+    except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
+        import traceback
+        result = {"clauses": [], "internal": traceback.format_exc()}
+    return result, runs.dirty
+
+
+def failure(partial: dict[str, Any] | None, what: str, detail: str, who: str, path: str
+            ) -> dict[str, Any]:
+    """The result of a program whose worker crashed or hung. The engine's is a failure of the
+    engine (at statement `path`); the oracle's cannot judge the engine and is reported apart
+    (a bug in the oracle, or a program to stop generating). A divergence found before the
+    crash (while shrinking) is kept instead."""
+    if partial:
+        return partial
+    at = f" at statement {path}" if path else ""
+    if who == "the oracle":
+        verb = {"crash": "crashed", "timeout": "timed out"}[what]
+        return {"oracle_failure": f"the oracle {verb}{at}: {detail}"}
+    return {"failure": Divergence(path, "program", what, "completed",
+                                  f"{detail}{at}").to_json()}

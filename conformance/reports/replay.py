@@ -1,0 +1,63 @@
+"""What `gradspec replay` reads beside a program and prints about it.
+
+A divergence folder (conformance/reports/report.py, write_divergence) records in divergence.json
+the engine, oracle and device its program ran on; `recorded` reads them, so that a replay of a
+folder runs where the divergence was found. `print_replay` prints the result of one isolated
+replay (conformance/campaign/runner.py, replay): both traces side by side, or the crash or hang
+with the statement that was running, and returns the exit status: 0 no divergence, 1
+divergences, 3 could not judge (a crash or hang of either engine, or a harness error).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..judge.compare import Divergence, harness_errors
+from ..lang.program import Program
+from ..lang.trace import Trace
+from .report import EXIT_UNJUDGED, side_by_side
+
+
+def recorded(program_path: Path) -> dict[str, str]:
+    """The engine, oracle and device that divergence.json beside `program_path` records, as
+    far as it records them as text; {} when there is no such file. ValueError when it cannot
+    be read."""
+    meta = program_path.parent / "divergence.json"
+    if not meta.is_file():
+        return {}
+    try:
+        data = json.loads(meta.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {meta}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{meta}: not a JSON object")
+    return {k: data[k] for k in ("engine", "oracle", "device") if isinstance(data.get(k), str)}
+
+
+def print_replay(program: Program, result: dict[str, Any], engine_spec: str) -> int:
+    """Print what a replay found (one line on stderr when it could not judge); its exit
+    status."""
+    if "internal" in result:        # a gradspec bug: its traceback
+        print(result["internal"].rstrip(), file=sys.stderr)
+        return EXIT_UNJUDGED
+    if "oracle_failure" in result:
+        print(f"gradspec: could not judge: {result['oracle_failure']}", file=sys.stderr)
+        return EXIT_UNJUDGED
+    if "failure" in result:
+        div = Divergence.from_json(result["failure"])
+        print(side_by_side(program, None, None, [div]), end="")
+        print(f"gradspec: could not judge: {engine_spec}: {div.what}: {div.engine}",
+              file=sys.stderr)
+        return EXIT_UNJUDGED
+    o, e = Trace.from_json(result["oracle"]), Trace.from_json(result["engine"])
+    found = [Divergence.from_json(d) for d in result["divergences"]]
+    print(side_by_side(program, o, e, found), end="")
+    harness = harness_errors(found)
+    if harness:
+        print(f"gradspec: could not judge: {len(harness)} statement(s) gradspec cannot "
+              f"express; {harness[0]}", file=sys.stderr)
+        return EXIT_UNJUDGED
+    print(f"{len(found)} divergence(s) between {result['names'][1]} and {result['names'][0]}")
+    return 1 if found else 0

@@ -1,0 +1,280 @@
+"""Fault drills: engines that abort, are killed, hang, leak grad mode, start a thread when
+imported or load slowly (tests/broken_engines/). Each is reported as what it is (a crash or a
+timeout at the statement that was running, apart from divergences; a grad-mode leak as the
+divergence of the program that leaked), the run completes, the report is the same serially and
+with -n 2, and no worker is left running: not after the run, not after its parent is killed,
+not after Ctrl-C (which writes a partial report and leaves earlier results alone)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.lang.program import Program
+from conformance.lang.program import Stmt as S
+from conformance.runner import program_seeds, run_campaign
+from tests.conformance.test_executor import leaf, obs
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINES = "tests.broken_engines"
+HERE = "tests.conformance.test_fault_drills"
+BACKWARD = "3"      # the path of the backward statement of the "backward" programs
+
+
+def source(seed: int, capabilities=None, size: int = 20) -> Program:
+    """Three small programs, by seed: one with a set_grad_enabled(False) block followed by a
+    statement that records a graph, one with a backward pass (statement 3), one with neither."""
+    kind = seed % 3
+    if kind == 0:
+        body = [leaf("x", [1.0, 2.0], [2]),
+                S("mode", params={"mode": "set_grad_enabled", "enabled": False},
+                  clauses=["MODE-3"], body=[S("call", out="y", args=["x", 2.0],
+                                              params={"fn": "mul"})]),
+                S("call", out="z", args=["x", 3.0], params={"fn": "mul"}),
+                obs("z", "requires_grad", clauses=["MODE-4"])]
+    elif kind == 1:
+        body = [leaf("x", [1.0, 2.0], [2]),
+                S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                S("call", out="s", args=["y"], params={"fn": "sum"}),
+                S("backward", target="s", clauses=["GRAPH-2"]),
+                obs("x", "grad")]
+    else:
+        body = [leaf("x", [1.0, 2.0], [2]),
+                S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                obs("y", "requires_grad")]
+    return Program(body, seed=seed)
+
+
+def kinds(count: int) -> list[int]:
+    return [s % 3 for s in program_seeds(0, count)]
+
+
+def descendants(pid: int) -> list[int]:
+    """The living descendants of `pid` (from /proc), but for zombies and multiprocessing's
+    own helpers (the forkserver and the resource tracker: one each per parent, idle between
+    runs, they exit with it; a forkserver's children, the workers, do count)."""
+    parent: dict[int, int] = {}
+    helper: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parent[int(entry.name)] = int(fields[1])
+            if b"multiprocessing.forkserver" in cmd or b"multiprocessing.resource_tracker" in cmd:
+                helper.add(int(entry.name))
+    children: dict[int, list[int]] = {}
+    for child, ppid in parent.items():
+        children.setdefault(ppid, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            if not (child in helper and parent[child] not in helper):
+                found.append(child)
+    return found
+
+
+def settled(pid: int, seconds: float = 5.0) -> list[int]:
+    """The descendants of `pid` still alive after up to `seconds`."""
+    end = time.monotonic() + seconds
+    while (left := descendants(pid)) and time.monotonic() < end:
+        time.sleep(0.1)
+    return left
+
+
+def campaign(tmp_path, engine, oracle="torch", **kw):
+    kw.setdefault("count", 6)
+    kw.setdefault("timeout", 5.0)
+    kw.setdefault("probe", False)
+    if engine not in ("torch", "refimpl"):
+        engine = f"{ENGINES}.{engine}:factory"
+    return run_campaign(engine, oracle, out_dir=tmp_path, progress=None, source=source, **kw)
+
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+@pytest.mark.parametrize("engine,code", [("aborts", -signal.SIGABRT),
+                                         ("killed", -signal.SIGKILL)])
+def test_an_engine_that_dies_is_a_crash_at_the_statement_running(tmp_path, engine, code):
+    report = campaign(tmp_path, engine, jobs=2)
+    died = [i for i, k in enumerate(kinds(6)) if k == 1]
+    assert report.programs == 6 and [d["index"] for d in report.crashes] == died
+    assert report.divergences == [] and report.timeouts == []
+    for d in report.crashes:
+        assert d["what"] == "crash" and d["path"] == BACKWARD and d["primary"] == ["GRAPH-2"]
+        assert f"exit code {code}" in d["first"] and f"at statement {BACKWARD}" in d["first"]
+        assert d["statements"] == 4 and d["minimized_from"] == 5   # cut after the statement
+        assert Path(d["folder"]).parent == tmp_path / "crashes"
+    assert report.clauses["GRAPH-2"]["crashes"] == len(died)
+    assert report.exit_code == 3 and "crash" in report.unjudged()     # more than 1% crashed
+    assert settled(os.getpid()) == []
+
+
+def test_a_few_crashes_fail_the_run_without_making_it_unjudged(tmp_path):
+    report = campaign(tmp_path, "aborts", count=3, max_unjudged=1.0)
+    assert report.crashes and report.unjudged() is None and report.exit_code == 1
+
+
+def test_a_hanging_engine_is_a_timeout_at_the_statement_running(tmp_path):
+    report = campaign(tmp_path, "hangs", count=3, timeout=1.0, jobs=2)
+    hung = [i for i, k in enumerate(kinds(3)) if k == 1]
+    assert [d["index"] for d in report.timeouts] == hung and report.divergences == []
+    assert all(d["what"] == "timeout" and d["path"] == BACKWARD for d in report.timeouts)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["timed_out_programs"] == len(hung) and data["divergent_programs"] == 0
+    assert data["clauses"]["GRAPH-2"]["timeouts"] == len(hung)
+    assert settled(os.getpid()) == []
+
+
+def test_a_grad_mode_leak_is_the_divergence_of_the_program_that_leaked(tmp_path):
+    report = campaign(tmp_path, "leaks_grad_mode", count=9, jobs=1)
+    leaked = [i for i, k in enumerate(kinds(9)) if k == 0]
+    assert leaked and [d["index"] for d in report.divergences] == leaked   # no later program
+    for d in report.divergences:
+        assert d["what"] == "grad mode leak" and "MODE-4" in d["primary"]
+        assert d["statements"] <= 4     # shrunk, in a fresh worker
+    assert report.exit_code == 1
+
+
+def test_an_engine_that_starts_a_thread_at_import_is_judged_like_torch(tmp_path):
+    import tests.broken_engines.thread_at_import  # noqa: F401 - the parent has the thread too
+    report = campaign(tmp_path, "thread_at_import", count=4, timeout=10.0, jobs=2)
+    assert report.exit_code == 0 and report.timeouts == [] and report.divergences == []
+
+
+def test_the_clock_starts_when_the_worker_begins_the_program(tmp_path):
+    report = campaign(tmp_path, "slow_start", count=2, timeout=1.0, jobs=2)
+    assert report.timeouts == [] and report.exit_code == 0
+
+
+STRIP = ("folder", "program", "divergence", "traces", "repro_torch", "repro_engine")
+
+
+@pytest.mark.parametrize("engine", ["aborts", "hangs"])
+def test_reports_are_the_same_serially_and_with_two_jobs(tmp_path, engine):
+    one = campaign(tmp_path / "one", engine, count=4, timeout=1.0, jobs=1)
+    two = campaign(tmp_path / "two", engine, count=4, timeout=1.0, jobs=2)
+
+    def strip(r):
+        return [[{k: v for k, v in d.items() if k not in STRIP} for d in getattr(r, kind)]
+                for kind in ("divergences", "crashes", "timeouts", "oracle_failures")]
+    assert strip(one) == strip(two) and one.clauses == two.clauses
+    assert one.crashes or one.timeouts
+
+
+def test_the_oracle_failing_means_the_run_cannot_be_judged(tmp_path):
+    report = campaign(tmp_path, "torch", f"{ENGINES}.aborts:factory", count=3)
+    assert report.oracle_failures and report.exit_code == 3
+    assert "the oracle crashed at statement 3" in report.oracle_failures[0]["detail"]
+
+
+def test_replay_of_a_crash_takes_the_recorded_engine_and_names_the_statement(tmp_path, capsys):
+    report = campaign(tmp_path, "aborts", count=3)
+    assert main(["replay", report.crashes[0]["folder"], "--timeout", "5"]) == 3
+    out, err = capsys.readouterr()
+    assert f"{ENGINES}.aborts:factory" in out and f"!! {BACKWARD} " in out
+    assert err.count("\n") == 1 and f"at statement {BACKWARD}" in err and "crash" in err
+    assert settled(os.getpid()) == []
+
+
+def test_replay_of_a_hang_times_out(tmp_path, capsys):
+    program = tmp_path / "program.json"
+    program.write_text(source(1).dumps())
+    assert main(["replay", str(program), "--engine", f"{ENGINES}.hangs:factory",
+                 "--timeout", "1"]) == 3
+    err = capsys.readouterr().err
+    assert "timeout" in err and f"at statement {BACKWARD}" in err
+    assert settled(os.getpid()) == []
+
+
+def gradspec(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def wait_for_workers(proc: subprocess.Popen, n: int, seconds: float = 60.0) -> list[int]:
+    end = time.monotonic() + seconds
+    while len(descendants(proc.pid)) < n and time.monotonic() < end:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(1.0)     # the workers are running their programs
+    return descendants(proc.pid)
+
+
+HANGING = ["run", "--engine", f"{ENGINES}.hangs:factory", "--source", f"{HERE}:source",
+           "--count", "6", "-n", "2", "--timeout", "60", "--no-probe", "--quiet"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_workers_exit_when_the_parent_is_killed(tmp_path, sig):
+    proc = gradspec(*HANGING, "--out", str(tmp_path / "out"))
+    workers = wait_for_workers(proc, 2)
+    assert len(workers) >= 2
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    end = time.monotonic() + 10
+    while any(Path(f"/proc/{w}").exists() and "Z" not in _state(w) for w in workers) \
+            and time.monotonic() < end:
+        time.sleep(0.1)
+    assert [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in _state(w)] == []
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "Z"
+
+
+def test_ctrl_c_writes_a_partial_report_and_keeps_earlier_results(tmp_path):
+    out = tmp_path / "out"
+    (out / "divergences" / "old").mkdir(parents=True)
+    (out / "report.json").write_text('{"earlier": true}\n')
+    proc = gradspec(*HANGING, "--out", str(out), start_new_session=True)
+    wait_for_workers(proc, 2)
+    os.killpg(proc.pid, signal.SIGINT)       # what a terminal's Ctrl-C does: the whole group
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradspec: interrupted after"), stderr
+    partial = Path(lines[0].split(" in ", 1)[1].split(" (", 1)[0])
+    data = json.loads(partial.read_text())
+    assert data["complete"] is False and data["exit_code"] == 130
+    assert partial.parent != out and partial.parent.parent == out.parent
+    assert json.loads((out / "report.json").read_text()) == {"earlier": True}
+    assert (out / "divergences" / "old").is_dir()
+    assert settled(proc.pid, 10) == []
+
+
+def test_an_unwritable_out_is_refused_before_the_campaign(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    start = time.monotonic()
+    assert main(["run", "--engine", "torch", "--count", "50", "--out", str(blocker / "o"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write to" in err
+    assert time.monotonic() - start < 30
+
+
+def test_a_complete_run_replaces_the_previous_one_whole(tmp_path):
+    out = tmp_path / "out"
+    (out / "divergences" / "stale").mkdir(parents=True)
+    (out / "mine.txt").write_text("kept")
+    report = campaign(out, "torch", count=3)
+    assert report.exit_code == 0 and not (out / "divergences").exists()
+    assert (out / "mine.txt").read_text() == "kept" and (out / "report.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]     # no staging folder left
