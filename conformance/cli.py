@@ -13,6 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .campaign import limits
+from .campaign.limits import device, seconds
+from .importpath import current_folder_last
 from .spec.reader import SpecError, load_spec, render_index, spec_dir
 
 EXIT_HARNESS = 3    # could not judge: gradspec could not express a statement (a harness error)
@@ -85,38 +88,20 @@ command("index", "print the clause index",
                                  help="regenerate spec/index.md"))(_cmd_index)
 
 
-def _jobs(text: str) -> int:
-    if text == "auto":
-        return os.cpu_count() or 1
-    n = int(text)
-    if n < 1:
-        raise ValueError(text)
-    return n
-
-
-def _positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise ValueError(text)
-        return value
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
-
 def _campaign_options(p: argparse.ArgumentParser, count: int, what: str, out: str) -> None:
     """Options shared by `run` and `matrix`: who is compared, and how much is generated."""
     p.add_argument("--oracle", default="torch", help="the reference (default torch)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
-    p.add_argument("--count", type=_positive(int), default=count,
-                   help=f"{what} (default {count})")
-    p.add_argument("--size", type=_positive(int), default=20,
-                   help="statements per program (default 20)")
-    p.add_argument("-n", "--jobs", type=_jobs, default=1,
-                   help="worker processes, or 'auto' (default 1)")
-    p.add_argument("--timeout", type=_positive(float), default=10.0,
-                   help="seconds per program before it counts as a hang (default 10)")
+    p.add_argument("--device", type=device, default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--seed", type=limits.whole, default=0, help="campaign seed (default 0)")
+    p.add_argument("--count", type=limits.int_in(1, limits.MAX_COUNT), default=count,
+                   help=f"{what} (default {count}, at most {limits.MAX_COUNT:,})")
+    p.add_argument("--size", type=limits.int_in(1, limits.MAX_SIZE), default=20,
+                   help=f"statements per program (default 20, at most {limits.MAX_SIZE:,})")
+    p.add_argument("-n", "--jobs", type=limits.jobs, default=1,
+                   help=f"worker processes, or 'auto' (default 1, at most {limits.MAX_JOBS})")
+    p.add_argument("--timeout", type=seconds, default=10.0,
+                   help="seconds per program before it counts as a hang (default 10; finite, "
+                   f"above 0, at most {limits.MAX_TIMEOUT:g})")
     p.add_argument("--out", default=out, help=f"output folder (default {out})")
 
 
@@ -133,6 +118,20 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "seed:N or a pytest node ID (format: conformance/judge/xfail.py)")
     p.add_argument("--no-probe", action="store_true",
                    help="do not probe the capabilities the engine declares absent")
+    p.add_argument("--max-unjudged", type=_fraction, default=None, metavar="FRACTION",
+                   help="the fraction of programs that may crash or time out before the run "
+                   "cannot be judged, exit 3 (default 0.01)")
+
+
+def _fraction(text: str) -> float:
+    """An argparse `type=`: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction from 0 to 1")
+    return value
 
 
 def _load_xfails(path: str | None):
@@ -159,68 +158,79 @@ def _import_source(path: str):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .campaign.runner import default_source, run_campaign
+    from .campaign.runner import CampaignInterrupted, default_source, run_campaign
     from .engines import EngineError
-    from .judge.compare import is_harness
-    from .reports.report import print_summary
+    from .reports.report import MAX_UNJUDGED, print_summary
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
+    unjudged = MAX_UNJUDGED if args.max_unjudged is None else args.max_unjudged
     try:
         report = run_campaign(args.engine, args.oracle, seed=args.seed, count=args.count,
                               size=args.size, jobs=args.jobs, timeout=args.timeout,
                               out_dir=args.out, progress=not args.quiet, device=args.device,
                               shrink=not args.no_shrink, source=source, xfails=xfails,
-                              probe=not args.no_probe)
+                              probe=not args.no_probe, max_unjudged=unjudged)
     except EngineError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
+    except CampaignInterrupted as stop:
+        part = stop.report
+        print(f"{chr(10) if sys.stderr.isatty() else ''}gradspec: interrupted after "
+              f"{part.programs} of {part.count} programs; incomplete report in "
+              f"{Path(part.folder) / 'report.json'} ({args.out} is unchanged)", file=sys.stderr)
+        return part.exit_code
     print_summary(report, args.out)
-    harness = [d for d in report.divergences if is_harness(d)]
-    if harness:
-        print(f"gradspec: could not judge {len(harness)} program(s): gradspec could not express "
-              f"a statement; first: {harness[0]['first'].splitlines()[0]}", file=sys.stderr)
-        return EXIT_HARNESS
+    why = report.unjudged()
+    if why:
+        print(f"gradspec: {why}", file=sys.stderr)
     return report.exit_code
 
 
 def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a program.json, or a divergence folder holding one")
-    p.add_argument("--engine", default="refimpl", help="engine to run it on (default refimpl)")
-    p.add_argument("--oracle", default="torch", help="the reference (default torch)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--engine", default=None, help="engine to run it on (default: the one "
+                   "divergence.json beside the program records, else refimpl)")
+    p.add_argument("--oracle", default=None, help="the reference (default: as recorded, else "
+                   "torch)")
+    p.add_argument("--device", type=device, default=None, help="cpu or cuda (default: as "
+                   "recorded, else cpu)")
+    p.add_argument("--timeout", type=seconds, default=10.0,
+                   help="seconds before the program counts as a hang (default 10)")
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from .campaign.runner import replay
     from .engines import EngineError, load_engine
-    from .judge.compare import compare, harness_errors
-    from .judge.executor import execute
-    from .lang.program import Program, ProgramError
-    from .reports.report import side_by_side
+    from .lang.validate import ProgramError, load
+    from .reports.replay import print_replay, recorded
     path = Path(args.file)
     if path.is_dir():
         path = path / "program.json"
-    try:
-        program = Program.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+    try:        # validated before any engine is loaded: a bad file runs nothing
+        program = load(path.read_bytes())
+    except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ProgramError as exc:
         raise UsageError(f"{path}: {exc}") from None
     try:
-        engine, oracle = load_engine(args.engine, args.device), load_engine(args.oracle,
-                                                                           args.device)
+        rec = recorded(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    engine_spec, oracle_spec = args.engine or rec.get("engine", "refimpl"), \
+        args.oracle or rec.get("oracle", "torch")
+    try:
+        dev = args.device or (device(rec["device"]) if "device" in rec else "cpu")
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{path.parent / 'divergence.json'}: device {exc}") from None
+    try:        # loaded here first, so that a bad name is one line before any worker starts
+        load_engine(engine_spec, dev), load_engine(oracle_spec, dev)
+        if rec and not (args.engine and args.oracle):
+            print(f"replaying on {engine_spec} against {oracle_spec}, as recorded")
+        result = replay(program, engine_spec, oracle_spec, dev, args.timeout)
     except EngineError as exc:
         raise UsageError(str(exc)) from None
-    o, e = execute(program, oracle), execute(program, engine)
-    found = compare(program, o, e)
-    print(side_by_side(program, o, e, found), end="")
-    harness = harness_errors(found)
-    if harness:
-        print(f"gradspec: could not judge: {len(harness)} statement(s) gradspec cannot "
-              f"express; {harness[0]}", file=sys.stderr)
-        return EXIT_HARNESS
-    print(f"{len(found)} divergence(s) between {engine.name} and {oracle.name}")
-    return 1 if found else 0
+    return print_replay(program, result, engine_spec)
 
 
 command("run", "run the conformance suite: generated programs on an engine vs the oracle",
@@ -318,9 +328,19 @@ command("matrix", "run several engines and write a clauses x engines matrix (HTM
         _configure_matrix)(_cmd_matrix)
 
 
+def one_line(text: object) -> str:
+    """`text` as one line: line breaks (any Python splits on) written as escapes."""
+    lines = str(text).splitlines() or [""]
+    return "\\n".join(ln.rstrip() for ln in lines).strip() or "(no message)"
+
+
+def _error(message: object) -> None:
+    print(f"gradspec: error: {one_line(message)}", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, not the usage block
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        _error(f"{message} (see {self.prog} --help)")
         sys.exit(2)
 
 
@@ -336,22 +356,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, "")  # engines named by import path resolve from here, as `python -m`
     args = parser.parse_args(argv)  # argparse itself exits 2 with one usage line
     if not getattr(args, "func", None):
         parser.print_help()
+        _error("no command given (see gradspec --help)")
         return 2
     try:
         return args.func(args)
     except (UsageError, SpecError) as exc:
-        print(f"gradspec: error: {exc}", file=sys.stderr)
+        _error(exc)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `gradspec` command: exit 0, 1, 2 (bad usage or input: one line on stderr) or 3;
+    130 when interrupted; 141 when the reader of its output went away (`| head`)."""
+    current_folder_last()
+    try:
+        try:
+            code = _run(argv)
+        except SystemExit as exc:   # argparse: --help, or one line for bad usage
+            code = exc.code if isinstance(exc.code, int) else 2
+        sys.stdout.flush()      # a closed pipe shows here, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         print("gradspec: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away: point stdout at devnull so that the final flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

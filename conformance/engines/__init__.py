@@ -27,6 +27,7 @@ name.
 from __future__ import annotations
 
 import importlib
+import signal
 from collections.abc import Callable
 from importlib import metadata
 
@@ -34,6 +35,7 @@ from ..spec.reader import CAPABILITIES
 from .base import Engine
 
 DEVICES = ("cpu", "cuda")
+GRANULARITIES = ("statement", "segment", "program")
 REQUIRED = ("leaf", "call", "detach", "requires_grad_", "backward", "set_grad", "to_list",
             "get_grad", "is_leaf", "requires_grad", "shape", "dtype")
 
@@ -76,6 +78,45 @@ def _entry_point(name: str):
     return next((ep for ep in entry_points() if ep.name == name), None)
 
 
+class _Interrupts:
+    """While loading an engine: tells a real Ctrl-C (re-raised) from a KeyboardInterrupt that
+    an adapter's import or factory raised itself (a broken adapter: an EngineError). Where
+    SIGINT is not Python's default handler (a worker that ignores it), nothing changes."""
+
+    def __enter__(self) -> _Interrupts:
+        self.real, self.previous = False, None
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self.previous = signal.signal(signal.SIGINT, self._seen)
+        except ValueError:      # not the main thread
+            pass
+        return self
+
+    def _seen(self, signum, frame):
+        self.real = True
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _call(spec: str, what: str, fn: Callable[[], object]) -> object:
+    """fn(), with anything it raises, SystemExit and KeyboardInterrupt included, as an
+    EngineError "engine SPEC: WHAT: Type: first line"; a real Ctrl-C still interrupts."""
+    with _Interrupts() as interrupts:
+        try:
+            return fn()
+        except EngineError:
+            raise
+        except KeyboardInterrupt as exc:
+            if interrupts.real:
+                raise
+            raise EngineError(f"engine {spec!r}: {what}: {_one_line(exc)}") from None
+        except BaseException as exc:    # an adapter's SystemExit is its failure, too
+            raise EngineError(f"engine {spec!r}: {what}: {_one_line(exc)}") from None
+
+
 def load_engine(spec: str, device: str | None = None) -> Engine:
     """The engine named by `spec` on `device` (default 'cpu'); raises EngineError."""
     device = device or "cpu"
@@ -84,44 +125,46 @@ def load_engine(spec: str, device: str | None = None) -> Engine:
     if not isinstance(spec, str) or not spec.strip():
         raise EngineError("no engine named")
     spec = spec.strip()
+    factory = _factory(spec)
+    if not callable(factory):
+        raise EngineError(f"engine {spec!r}: {_repr(factory)} is not callable")
+    engine = _call(spec, f"factory failed on {device}", lambda: factory(device=device))
+    return _call(spec, "not a valid adapter", lambda: _checked(spec, engine))
+
+
+def _factory(spec: str) -> Callable[..., object]:
+    """The factory `spec` names: a built-in, an import path, or an entry point."""
     if spec in BUILTINS:
         mod_name, _, attr = BUILTINS[spec].partition(":")
-        factory = getattr(importlib.import_module(mod_name), attr)
-    elif ":" in spec:
+        return getattr(importlib.import_module(mod_name), attr)
+    if ":" in spec:
         mod_name, _, attr = spec.partition(":")
-        try:
-            module = importlib.import_module(mod_name)
-        except Exception as exc:
-            raise EngineError(f"engine {spec!r}: cannot import {mod_name}: "
-                              f"{_one_line(exc)}") from None
+        module = _call(spec, f"cannot import {mod_name}",
+                       lambda: importlib.import_module(mod_name))
         factory = getattr(module, attr, None)
         if factory is None:
             raise EngineError(f"engine {spec!r}: module {mod_name} has no attribute {attr!r}")
-    else:
-        ep = _entry_point(spec)
-        if ep is None:
-            raise EngineError(f"unknown engine {spec!r} (built-in: "
-                              f"{', '.join(builtin_names())}; or an import path "
-                              f"'package.module:factory')")
-        try:
-            factory = ep.load()
-        except Exception as exc:
-            raise EngineError(f"engine {spec!r}: cannot load entry point {ep.value}: "
-                              f"{_one_line(exc)}") from None
-    if not callable(factory):
-        raise EngineError(f"engine {spec!r}: {factory!r} is not callable")
+        return factory
+    ep = _entry_point(spec)
+    if ep is None:
+        raise EngineError(f"unknown engine {spec!r} (built-in: "
+                          f"{', '.join(builtin_names())}; or an import path "
+                          f"'package.module:factory')")
+    return _call(spec, f"cannot load entry point {ep.value}", ep.load)
+
+
+def _repr(value: object) -> str:
     try:
-        engine = factory(device=device)
-    except EngineError:
-        raise
-    except Exception as exc:
-        raise EngineError(f"engine {spec!r}: factory failed on {device}: "
-                          f"{_one_line(exc)}") from None
-    return _checked(spec, engine)
+        return repr(value)[:80]
+    except Exception:
+        return f"a {type(value).__name__}"
 
 
 def _checked(spec: str, engine: object) -> Engine:
     """Reject what is not an adapter now, with one line, rather than mid-run."""
+    if isinstance(engine, type):
+        raise EngineError(f"engine {spec!r}: the factory returned the class "
+                          f"{engine.__name__}, not an Engine")
     if not isinstance(engine, Engine):
         missing = [m for m in REQUIRED if not callable(getattr(engine, m, None))]
         if missing:
@@ -140,6 +183,10 @@ def _checked(spec: str, engine: object) -> Engine:
     for attr in ("name", "version", "device"):
         if not isinstance(getattr(engine, attr, None), str):
             raise EngineError(f"engine {spec!r}: attribute {attr!r} must be a string")
+    granularity = getattr(engine, "granularity", "statement")
+    if granularity not in GRANULARITIES:
+        raise EngineError(f"engine {spec!r}: granularity must be one of "
+                          f"{', '.join(GRANULARITIES)}, got {_repr(granularity)}")
     return engine  # type: ignore[return-value]
 
 
