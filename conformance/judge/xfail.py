@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..spec.reader import load_spec
+
 _CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
 _SEED = re.compile(r"^seed:([0-9]+)$")
 _ENGINE = re.compile(r"^@([A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*)$")
@@ -116,12 +118,20 @@ def parse(text: str, where: str = "xfail file") -> list[Xfail]:
 
 
 def load(path: str | Path) -> list[Xfail]:
+    """The entries of an expected-failure file. A clause ID the spec does not have is an
+    error here (every clause ID cited anywhere exists), not a stale entry: a typo'd ID would
+    otherwise excuse nothing and only be reported after the whole run."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise XfailError(f"cannot read {p}: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse(text, str(p))
+    entries = parse(text, str(p))
+    spec = load_spec()
+    for x in entries:
+        if x.kind == "clause" and x.id not in spec.clauses:
+            raise XfailError(f"{p}:{x.line}: {x.id} is not a clause of spec {spec.version}")
+    return entries
 
 
 def for_engine(entries: list[Xfail], engine: str) -> list[Xfail]:

@@ -16,7 +16,7 @@ from conformance.cli import main
 from conformance.judge.xfail import attributed, marked_tests, match, stale_tests
 from conformance.program import Program, Stmt
 from conformance.runner import program_seeds, run_campaign
-from conformance.xfail import XfailError, parse
+from conformance.xfail import XfailError, load, parse
 from tests.conformance.test_executor import MOD, source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,14 +107,14 @@ def test_seed_entries_and_programs_that_now_pass(tmp_path):
 
 def test_the_cli_prints_expected_and_stale(tmp_path, capsys):
     f = tmp_path / "xfail.txt"
-    f.write_text(GOOD)
+    f.write_text(GOOD.replace(f"{NOWHERE}    no such clause\n", ""))  # refused: see below
     code = main(["run", "--engine", f"{MOD}:no_leaf_check", "--source",
                  "tests.conformance.test_executor:source", "--count", "3", "--quiet",
                  "--xfail", str(f), "--out", str(tmp_path / "o")])
     out = capsys.readouterr().out
     assert code == 0
     assert "expected failure #0 (INPLACE-1: leaves may be modified in place" in out
-    assert f"stale expected failure, line 5: {NOWHERE}: matches nothing" in out
+    assert "stale expected failure, line 5: seed:12345: matches nothing" in out
 
 
 # ---- one matcher: the clauses a divergence is attributed to ---------------------------------
@@ -233,3 +233,13 @@ def test_pytest_reports_stale_node_id_entries(tmp_path, mode):
         "stale expected failure, line 5: test_missing.py::test_x: matches nothing: there is "
         "no test file test_missing.py",
     ]
+
+
+def test_a_file_naming_a_clause_the_spec_lacks_is_refused(tmp_path):
+    f = tmp_path / "xfail.txt"
+    f.write_text(f"INPLACE-1  fine\n{NOWHERE}  a typo\n")
+    with pytest.raises(XfailError, match=rf"xfail.txt:2: {NOWHERE} is not a clause of spec "):
+        load(f)
+    code = main(["run", "--count", "1", "--quiet", "--xfail", str(f), "--out",
+                 str(tmp_path / "out")])
+    assert code == 2
