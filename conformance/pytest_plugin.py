@@ -10,6 +10,8 @@ Options (also read from the environment, so tox and CI can pass them through):
         dev       fast, random, remembers failures in the Hypothesis database
         ci        derandomized (same programs on every run, serial or `-n auto`), no database
         thorough  long campaigns: many more and longer programs
+    --gradspec-timeout SEC   how long one program may run on the oracle and the engine in its
+                             worker before it counts as hung (GRADSPEC_TIMEOUT; default 10)
     --gradspec-xfail FILE    expected failures (GRADSPEC_XFAIL), the file and the matcher of
                              `gradspec run --xfail` (conformance/judge/xfail.py): a pytest node
                              ID entry marks that test xfail; a program whose divergences are
@@ -22,11 +24,18 @@ Options (also read from the environment, so tox and CI can pass them through):
                              are listed at the end of the run, as `gradspec run` lists stale
                              clause and seed entries.
 
-Fixtures: conformance_engine, conformance_oracle (Engine adapters, one per session),
-gradspec_profile (a Profile: Hypothesis settings plus the program size to draw) and
-gradspec_xfail (the expected-failure entries for the engine under test). check_program() runs
-one program on both and fails with the divergences, the clause IDs and a standalone repro
-script.
+Fixtures: conformance_engine, conformance_oracle (Engine adapters, one per session, loaded in
+the test process for their names and capabilities), conformance_isolated (one worker process
+per session that runs programs on both, conformance/campaign/resident.py), gradspec_profile (a
+Profile: Hypothesis settings plus the program size to draw) and gradspec_xfail (the
+expected-failure entries for the engine under test). check_isolated() runs one program on both
+in that worker and fails with the divergences, the clause IDs and a standalone repro script;
+an engine that crashes or hangs on the program fails that test alone, with the program, its
+repro folder and the replay command (EngineFault), and the session goes on. check_program()
+runs the program in the test process.
+
+Of the profiles only ci is deterministic; dev may miss a broken engine that ci catches: use ci
+in CI.
 
 Loaded for this project's tests by `-p conformance.pytest_plugin` in pyproject.toml's addopts;
 another project loads it the same way (`pytest -p conformance.pytest_plugin`).
@@ -79,6 +88,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption("--gradspec-device", default=None, help="cpu (default) or cuda")
         group.addoption("--gradspec-profile", default=None, choices=PROFILES,
                         help="Hypothesis profile: dev, ci or thorough")
+        group.addoption("--gradspec-timeout", default=None, metavar="SECONDS",
+                        help="seconds one program may run before it counts as hung (10)")
         group.addoption("--gradspec-xfail", default=None, metavar="FILE",
                         help="expected-failure file, as for `gradspec run --xfail`")
     except ValueError:  # registered twice (addopts and a command-line -p): keep the first
@@ -102,6 +113,21 @@ def chosen(config: pytest.Config) -> dict[str, str]:
         "profile": option(config, "--gradspec-profile") or _default_profile(),
         "xfail": option(config, "--gradspec-xfail") or os.environ.get("GRADSPEC_XFAIL") or "",
     }
+
+
+def timeout(config: pytest.Config) -> float:
+    """--gradspec-timeout (GRADSPEC_TIMEOUT; default 10 s); a UsageError unless finite and
+    positive."""
+    import math
+    text = option(config, "--gradspec-timeout") or os.environ.get("GRADSPEC_TIMEOUT") or "10"
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise pytest.UsageError(f"--gradspec-timeout: expected a finite number of seconds "
+                                f"above 0, not {text!r}")
+    return seconds
 
 
 def xfail_entries(config: pytest.Config) -> list:
@@ -135,6 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"unknown gradspec profile {c['profile']!r} "
                                 f"(choose from {', '.join(PROFILES)})")
     register_profiles()
+    timeout(config)
     from conformance.judge.xfail import XfailError
     try:
         xfail_entries(config)
@@ -286,6 +313,41 @@ def conformance_oracle(pytestconfig: pytest.Config):
     return _load(c["oracle"], c["device"])
 
 
+@pytest.fixture(scope="session")
+def conformance_isolated(pytestconfig: pytest.Config, conformance_engine, conformance_oracle,
+                         tmp_path_factory: pytest.TempPathFactory):
+    """One worker process per session running programs on the oracle and the engine; it is
+    replaced after a crash or hang, and stopped at the end of the session."""
+    from conformance.campaign.resident import Resident
+    c = chosen(pytestconfig)
+    resident = Resident(c["engine"], c["oracle"], c["device"], timeout(pytestconfig),
+                        tmp_path_factory.mktemp("gradspec-unjudged"))
+    yield resident
+    resident.close()
+
+
+class EngineFault(Exception):
+    """A program that could not be judged: the engine crashed or hung on it (or the oracle
+    did, or gradspec failed). The message names the statement, the repro folder and the
+    program."""
+
+
+def run_isolated(program, isolated, engine):
+    """(oracle trace, engine trace, divergences) of one program run in the `isolated` worker
+    (conformance_isolated); EngineFault when it was not judged."""
+    from conformance.engines import EngineError
+    from conformance.judge.compare import Divergence
+    from conformance.lang.trace import Trace
+    try:
+        r = isolated.run(program)
+    except EngineError as exc:
+        pytest.fail(f"cannot load engine: {exc}", pytrace=False)
+    if "oracle" not in r or "engine" not in r:
+        raise EngineFault(isolated.explain(program, r, engine))
+    return (Trace.from_json(r["oracle"]), Trace.from_json(r["engine"]),
+            [Divergence.from_json(d) for d in r["divergences"]])
+
+
 def run_both(program, oracle, engine):
     """(oracle trace, engine trace, divergences) of one program."""
     from conformance.judge.compare import compare
@@ -315,7 +377,21 @@ def describe(program, divs: list, engine, traces=()) -> str:
 def check_program(program, oracle, engine, xfails: list = ()) -> None:
     """Fail the test with a readable report if engine and oracle disagree on program; xfail
     it when every divergence is expected by an entry of `xfails` (gradspec_xfail)."""
-    o, e, divs = run_both(program, oracle, engine)
+    _verdict(program, engine, run_both(program, oracle, engine), xfails)
+
+
+def check_isolated(program, isolated, engine, xfails: list = ()) -> None:
+    """check_program with the program run in the `isolated` worker (conformance_isolated): a
+    crash or hang fails the test with the program and its repro; the session goes on."""
+    try:
+        found = run_isolated(program, isolated, engine)
+    except EngineFault as exc:
+        pytest.fail(str(exc), pytrace=False)
+    _verdict(program, engine, found, xfails)
+
+
+def _verdict(program, engine, found: tuple, xfails) -> None:
+    o, e, divs = found
     unexpected, expected = split_expected(divs, list(xfails), program.seed, program)
     if unexpected:
         pytest.fail(describe(program, divs, engine, (o, e)), pytrace=False)

@@ -1,6 +1,7 @@
 """The pytest entry point (conformance/pytest_plugin.py): `pytest tests/conformance --engine X`
-fails with the divergence, its clauses and a repro for a broken engine, and names a bad
-engine in one line."""
+fails with the divergence, its clauses and a repro for a broken engine, names a bad engine in
+one line, and fails only the test whose program an engine crashes or hangs on (the programs run
+in a worker process), with the program and its repro; the session goes on."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.pytest_plugin import PROFILE_TABLE, chosen
+import pytest
+
+from conformance.pytest_plugin import PROFILE_TABLE, chosen, timeout
+from tests.broken_engines import FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST = "tests/conformance/test_engine_conformance.py::test_engine_conforms_to_oracle"
@@ -33,6 +37,51 @@ def test_unknown_engine_is_one_line():
     r = run_pytest("--engine", "no_such_engine")
     assert r.returncode == 1
     assert "cannot load engine: unknown engine 'no_such_engine'" in r.stdout
+
+
+# ---- fault drills: the engine's programs run in a worker process (conformance_isolated) -----
+OTHER = "tests/conformance/test_pytest_plugin.py::test_defaults_come_from_the_environment"
+
+
+def _unjudged(r: subprocess.CompletedProcess, engine: str, verb: str) -> None:
+    """The conformance test failed with the fault, the program and its repro, and the other
+    test of the session still ran: pytest's own exit status for failed tests, 1."""
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert f"{engine} {verb} on a program: statement " in r.stdout, r.stdout[-3000:]
+    assert "program and repro: " in r.stdout and "replay: gradspec replay " in r.stdout
+    assert "repro (plain torch):" in r.stdout and "program JSON:" in r.stdout
+    assert '"statements"' in r.stdout
+    assert "1 failed, 1 passed" in r.stdout, r.stdout[-1000:]
+    assert "INTERNALERROR" not in r.stdout + r.stderr
+
+
+def test_a_crashing_engine_fails_its_test_not_the_session():
+    spec = "tests.broken_engines.aborts:factory"
+    assert FAULTS[spec] == "crash"
+    r = run_pytest("--engine", spec, "--gradspec-profile", "ci", OTHER)
+    _unjudged(r, "aborts", "crashed")
+    assert "worker died (exit code -6)" in r.stdout
+
+
+def test_a_hanging_engine_fails_its_test_after_the_timeout():
+    spec = "tests.broken_engines.hangs:factory"
+    assert FAULTS[spec] == "timeout"
+    r = run_pytest("--engine", spec, "--gradspec-profile", "ci", "--gradspec-timeout", "1",
+                   OTHER)
+    _unjudged(r, "hangs", "hung")
+    assert "no result within 1 s" in r.stdout and "--timeout 1" in r.stdout
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "inf", "nan", "soon"])
+def test_the_timeout_must_be_finite_and_positive(bad):
+    assert timeout(_Config(**{"--gradspec-timeout": "2.5"})) == 2.5
+    with pytest.raises(pytest.UsageError, match="--gradspec-timeout"):
+        timeout(_Config(**{"--gradspec-timeout": bad}))
+
+
+def test_a_bad_timeout_is_a_usage_error():
+    r = run_pytest("--gradspec-timeout", "nan")
+    assert r.returncode == 4 and "--gradspec-timeout" in r.stderr, r.stderr[-2000:]
 
 
 class _Config:
