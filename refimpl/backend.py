@@ -96,7 +96,10 @@ def _complete(xp):
 
 def _expand_strides(a, shape):
     """torch's inferExpandGeometry: repeated dims get stride 0, new size-1 dims the stride a
-    contiguous layout would give them (numpy would give 0)."""
+    contiguous layout would give them (numpy would give 0); a 0-d tensor gets stride 0 in every
+    dim, as torch special-cases it."""
+    if a.ndim == 0:
+        return (0,) * len(shape)
     n, lead = len(shape), len(shape) - a.ndim
     strides = [0] * n
     for i in range(n - 1, -1, -1):

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 def sum_to(xp, g, shape):
     """Sum a broadcast gradient back to `shape` (LEAF-8), as torch's sum_to: one keepdim sum,
-    then a view that drops the leading dims."""
+    then a view that drops the leading dims; to a 0-d shape, one plain sum (no view, so the
+    gradient autograd.grad returns for a 0-d input is no view made under no_grad, MODE-9)."""
     if g.shape == shape:
         return g
+    if not shape:
+        return xp.sum(g)
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and g.shape[lead + i] != 1)

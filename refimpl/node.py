@@ -111,11 +111,10 @@ class AccumulateGrad(Node):
         self.variable = leaf
 
     def tensor_hook_dicts(self):
-        dicts = list(self._tensor_hooks or ())  # hooks of the leaf before it got a history
-        current = self.variable._backward_hooks  # a leaf's hooks live on the leaf (HOOK-8)
-        if current and all(d is not current for d in dicts):
-            dicts.append(current)
-        return dicts
+        """The hooks the leaf holds now (HOOK-8), read when the node runs, as torch reads them;
+        once the leaf got a history they are those registered since (INPLACE-15)."""
+        current = self.variable._backward_hooks
+        return (current,) if current else ()
 
 
 def _accumulate(node, grad):

@@ -343,10 +343,14 @@ def _as_strided_backward(node, g):
 
 def moved_history(t: Tensor, old, new):
     """Hooks registered before the change stay with the old node (HOOK-11); retain_grad moves to
-    the new one (RETAIN-6)."""
-    acc = t._accumulator() if old is None and t._accumulator is not None else None
-    if acc is not None and t._backward_hooks:  # a leaf's hooks stay with its AccumulateGrad
-        acc._add_tensor_hooks(t._backward_hooks)
+    the new one (RETAIN-6).
+
+    A former leaf's hooks stay with nothing: its AccumulateGrad reads the hooks the tensor holds
+    when it runs (node.py) and the change resets them, as torch does. So a backward through a
+    graph that used it as a leaf runs only the hooks registered since, then raises
+    LEAF_MOVED_INTO_GRAPH (INPLACE-15): a wrong-shaped hook of the leaf never gets to raise
+    HOOK_CHANGED_SIZE.
+    """
     t._backward_hooks = None
     if t._retains_grad and old is not None:
         old._retains_grad = None

@@ -9,7 +9,8 @@ What counts (spec/README.md and spec/unspecified.md):
   is not compared (UNSPEC-5). Statements skipped on either side are not compared: the cause is
   an earlier statement, reported there.
 - warning kinds listed in spec/errors.md, in order.
-- observed values and hook gradients, within the per-dtype TOLERANCES (UNSPEC-4).
+- observed values and hook gradients, within the tolerance of the program's precision: the
+  comparison rule of spec/README.md (UNSPEC-4).
 - hook calls: labels in call order.
 Left out on purpose:
 - `.grad` observed after a backward or autograd.grad that raised, until the tensor's `.grad` is
@@ -19,7 +20,11 @@ Left out on purpose:
   accumulate into it or not; and the `.grad` it was assigned to, once that tensor or a view
   of it is modified in place (UNSPEC-3);
 - the `_version` of gradients (results of autograd.grad, and views of them) and of `matmul`
-  results with a 1-D operand (VER-1, UNSPEC-3).
+  results with a 1-D operand (VER-1, UNSPEC-3);
+- whether names that may be one tensor object are one (the results of autograd.grad, and its
+  grad_outputs tensors: UNSPEC-3): once a statement changes one of them, every statement that
+  reads the others (or what was computed from them) is not compared, and after such a
+  backward pass nothing is.
 What each statement does to these open points, the comparator asks its kind (the "open
 points" of conformance/kinds/registry.py) and, for a call, its row of the op table
 (`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.
@@ -37,9 +42,16 @@ from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
 from .segments import UNIT
 
-# dtype -> (relative, absolute) tolerance; unknown dtypes get the float32 row. UNSPEC-4 fixes
-# one tolerance for every dtype (spec/README.md); the table lets the spec tighten float64.
-TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-5, 1e-6)}
+# The comparison rule (spec/README.md, "Comparing traces"): floats a, b agree when
+# |a - b| <= ULPS * eps * max(1, |a|, |b|), eps the machine epsilon of the least precise
+# floating dtype the program creates. ULPS covers the measured differences between engines
+# that order their sums, round their kernels and compute exp or sin differently, amplified by
+# the ops after them (spec/README.md gives the measurements).
+EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+ULPS = 512
+# dtype -> (relative, absolute) tolerance: math.isclose with both is the rule; unknown dtypes
+# get the float32 row.
+TOLERANCES = {dtype: (ULPS * eps, ULPS * eps) for dtype, eps in EPS.items()}
 
 
 @dataclass
@@ -87,7 +99,8 @@ class Divergence:
 
 
 def close(a: Any, b: Any, dtype: str | None) -> bool:
-    """Equality with per-dtype tolerance for floats; exact for everything else."""
+    """Equality within the tolerance of `dtype` for floats (NaN equals NaN, an infinity only
+    itself); exact for everything else."""
     ta, tb = type(a), type(b)
     if ta is float and tb is float and a == b:      # the common case: no tolerance needed
         return True
@@ -118,6 +131,15 @@ def _close_scalar(a: Any, b: Any, dtype: str | None) -> bool:
         rel, abs_ = TOLERANCES.get(dtype or "", TOLERANCES["float32"])
         return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
     return False
+
+
+def precision(program: Program) -> str:
+    """The dtype whose tolerance a program's floats are compared with: the least precise
+    floating dtype its statements create (a float64 value may come through float32 ops: a
+    float32 tensor times a 0-d float64 one is float32); float32 when it names none."""
+    dtypes = {s.params.get("dtype") for _, s in _walk(program.statements)}
+    known = [d for d in EPS if d in dtypes]
+    return max(known, key=EPS.__getitem__) if known else "float32"
 
 
 def outcome(ev: Event) -> str:
@@ -197,6 +219,15 @@ class _Unspecified:
         self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
         self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
         self.storages = itertools.count(1)
+        self.objects: dict[int, set[str]] = {}  # UNSPEC-3: storage -> names that may be one
+        #                                         tensor object (autograd.grad's results)
+        self.open: set[str] = set()         # names whose state depends on whether they are
+        self.all_open = False               # a backward pass depended on it: nothing compared
+
+    def depends(self, s: Stmt, kind: Any) -> bool:
+        """Whether the statement reads a name whose state is left open (UNSPEC-3): it is not
+        compared at all."""
+        return self.all_open or not self.open.isdisjoint(kind.refs(s))
 
     def grad(self, name: str | None) -> bool:
         return (self.after_error and name not in self.reset) or name in self.lost
@@ -213,8 +244,11 @@ class _Unspecified:
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
+        tainted = self.depends(s, kind)
         if kind.backward_pass and "error" in (o.status, e.status):
             self.after_error, self.reset = True, set()
+        self.all_open |= tainted and kind.backward_pass
+        self._acted_on(s, kind, tainted)
         if kind.assigns_grad and s.target:
             self.reset.add(s.target)
             self.lost.discard(s.target)
@@ -236,6 +270,40 @@ class _Unspecified:
                 self.versionless.add(s.out)
         if kind.unversioned(s, o.shapes or e.shapes):
             self.versionless.update(bound)
+        self.open.difference_update(bound)
+        if tainted:                         # computed from what is open: open too
+            self.open.update(bound)
+        self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _names(self, storage: int | None) -> set[str]:
+        return {n for n, g in self.group.items() if g == storage}
+
+    def _acted_on(self, s: Stmt, kind: Any, tainted: bool) -> None:
+        """A statement that changes its target's state (writes into it, sets a flag, .grad or
+        a hook): if the target may be one object with other names, their state is open from
+        now on; if the statement itself read what is open, the target's is too."""
+        if s.target is None or kind.valued or kind.aliases or kind.backward_pass or kind.block:
+            return                          # reads its target, or derives a new tensor from it
+        g = self.group.get(s.target)
+        if tainted:
+            self.open |= self._names(g) | {s.target}
+        elif g in self.objects and (kind.writes or s.target in self.objects[g]):
+            self.open |= self._names(g) - {s.target}
+
+    def _may_be_one(self, names: list[str]) -> None:
+        """Record that `names` may be one tensor object: one storage, as far as what is
+        stored as .grad and what writes reach is concerned."""
+        if len(names) < 2:
+            return
+        old = {self.group[n] for n in names}
+        merged = next(self.storages)
+        for n, g in self.group.items():
+            if g in old:
+                self.group[n] = merged
+        stored = set().union(*(self.stored.pop(g, set()) for g in old))
+        if stored:
+            self.stored[merged] = stored
+        self.objects[merged] = set(names).union(*(self.objects.pop(g, set()) for g in old))
 
 
 def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
@@ -246,6 +314,7 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
     grad_hooks = _grad_hooks(flat)
     theirs = engine.by_path()
     unspec = _Unspecified()
+    dtype = precision(program)
     out: list[Divergence] = []
 
     def diverge(ev: Event, what: str, o: str, e: str) -> None:
@@ -255,7 +324,7 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
     def same_call(c: list[Any], d: list[Any]) -> bool:
         if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
             return True                     # a post hook's view of an unspecified .grad
-        return close(c[1], d[1], c[2] or d[2])
+        return close(c[1], d[1], dtype)
 
     for o in oracle.events:
         e = theirs.get(o.path)
@@ -269,6 +338,10 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
             continue
         if ost == "skipped" or est == "skipped":
             continue
+        kind = KINDS[s.op]
+        if unspec.depends(s, kind):         # UNSPEC-3: depends on whether two are one
+            unspec.update(s, kind, o, e)
+            continue
         if ost != est or o.error != e.error:
             diverge(o, "outcome", outcome(o), outcome(e))
         elif o.warnings != e.warnings:
@@ -278,20 +351,20 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
             if [c[0] for c in o.hooks] != [c[0] for c in e.hooks] or not all(   # error
                     same_call(c, d) for c, d in zip(o.hooks, e.hooks, strict=True)):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
-        kind = KINDS[s.op]
         if ost == est == "ok" and kind.valued:
-            _compare_value(s, kind, o, e, unspec, diverge)
+            _compare_value(s, kind, o, e, unspec, diverge, dtype)
         unspec.update(s, kind, o, e)
     return harness_errors(out) + [d for d in out if d.what != HARNESS]
 
 
 def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: _Unspecified,
-                   diverge: Any) -> None:
-    """A valued statement's observation, unless what it shows is left open."""
+                   diverge: Any, dtype: str) -> None:
+    """A valued statement's observation, unless what it shows is left open; floats within
+    the tolerance of `dtype`, the program's precision."""
     tensor, aspect = kind.observed(s)
     if unspec.hides(aspect, tensor):
         return
-    if not close(o.value, e.value, o.dtype or e.dtype):
+    if not close(o.value, e.value, dtype):
         label = aspect if tensor is None else f"{tensor}.{aspect}"
         diverge(o, "value", f"{label} = {o.value!r}", f"{label} = {e.value!r}")
 

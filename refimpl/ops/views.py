@@ -192,8 +192,9 @@ def setitem(a, key, value):
     if value._data.ndim == 0:
         return fill_(target, value)
     lead = 0  # otherwise: view without leading 1s, expand to the target, copy (torch's copy_to)
-    while lead < value._data.ndim - 1 and value._data.shape[lead] == 1:
-        lead += 1
+    while lead < value._data.ndim and value._data.shape[lead] == 1:
+        lead += 1  # all of them: a one-element value expands with strides 0 (torch's overlap
+        #            check then sees it partly overlap a one-element target over its memory)
     value = view(value, *value._data.shape[lead:])
     if value._data.shape != shape:
         value = expand(value, *shape)

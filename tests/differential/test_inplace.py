@@ -301,3 +301,53 @@ def test_former_leaf_written_through_a_view_breaks_old_graph(differential):
         (x * x).sum().backward()
         log("w.grad", w.grad)
     differential(prog)
+
+
+@pytest.mark.clause("INPLACE-15")
+def test_former_leaf_hooks_do_not_run_on_its_old_accumulator(differential):
+    """The old graph's AccumulateGrad runs the hooks the tensor holds when it runs, and the
+    write that gave the leaf a history reset them: a wrong-shaped hook registered before never
+    raises HOOK_CHANGED_SIZE there, the backward raises LEAF_MOVED_INTO_GRAPH; a hook
+    registered since runs first."""
+    def prog(torch, log):
+        x = f64(torch, [[1.5], [0.5]], requires_grad=True)
+        seen = []
+
+        def wrong_shape(g):
+            seen.append(("before", g.tolist()))
+            return torch.zeros(3, dtype=torch.float64)
+        x.register_hook(wrong_shape)
+        old = x.sum()
+        log.attempt("backward, the hook of the leaf", lambda: old.backward(retain_graph=True))
+        x.requires_grad_(False)
+        w = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+        x += w
+        log("state", state(x))
+        log.attempt("old graph backward", lambda: old.backward(retain_graph=True))
+        log("seen", list(seen))
+        x.register_hook(lambda g: seen.append(("since", g.tolist())))
+        log.attempt("old graph backward, a hook registered since", lambda: old.backward())
+        log("seen", list(seen))
+        (x * 3).sum().backward()
+        log("w.grad", w.grad)
+        log("seen", seen)
+    differential(prog)
+
+
+@pytest.mark.clause("INPLACE-9")
+def test_setitem_of_a_one_element_value_onto_its_own_memory(differential):
+    """torch's setitem views the value without its leading 1s (a 0-d tensor here) and expands
+    it with strides 0, and copy_ then refuses it as partly overlapping a one-element target
+    over the same memory; a value with the target's own strides, or a copy, is fine."""
+    def prog(torch, log):
+        t = f64(torch, [[-0.25], [2.0]])
+        d = t.data
+        log.attempt("d[1:, 0:] = t[1:, 0]", lambda: d.__setitem__(
+            (slice(1, None), slice(0, None)), t[1:, 0]))
+        log.attempt("d[1:, 0:] = t[1:, 0:]", lambda: d.__setitem__(
+            (slice(1, None), slice(0, None)), t[1:, 0:]))
+        log.attempt("d[1:, 0:] = t[1:, 0].clone()", lambda: d.__setitem__(
+            (slice(1, None), slice(0, None)), t[1:, 0].clone()))
+        log.attempt("d[0] = t[1]", lambda: d.__setitem__(0, t[1]))
+        log("t", state(t))
+    differential(prog)

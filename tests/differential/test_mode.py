@@ -223,3 +223,27 @@ def test_views_taken_under_no_grad(differential):
             ov = other[0:1]
         log("view of plain tensor", ov.requires_grad)
     differential(prog)
+
+
+@pytest.mark.clause("MODE-9")
+def test_a_gradient_summed_to_a_0d_input_is_no_view(differential):
+    """Only where a backward formula returns a view is a returned gradient a view made under
+    no_grad; a gradient summed to a 0-d input is a plain sum, so a view of it may be written
+    in place with a value that requires grad."""
+    def prog(torch, log):
+        s = torch.tensor(-1.0, dtype=torch.float64, requires_grad=True)
+        m = torch.tensor([[0.25, 0.25, -0.25], [1.0, 2.0, 1.0]], dtype=torch.float64,
+                         requires_grad=True)
+        gout = torch.tensor([[-0.5, 0.75, 2.0], [2.0, 0.5, -2.0]], dtype=torch.float64)
+        gs, gm = torch.autograd.grad([m + s], [s, m], grad_outputs=[gout])
+        log("gs", [gs, gs._base is None, gs.requires_grad])
+        v = gs.reshape(1, 1)
+        log.attempt("v[-1, 0::2] = s", lambda: v.__setitem__((-1, slice(0, None, 2)), s))
+        log("gs after", [gs, gs.requires_grad, gs.is_leaf])
+        r = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        c = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+        (gr,) = torch.autograd.grad([c + r], [r], grad_outputs=[c])
+        log("a gradient summed to shape (2,) is a view", [gr, gr._base is not None])
+        log.attempt("and may not take a value that requires grad",
+                    lambda: gr.__setitem__(0, r[0]))
+    differential(prog)
