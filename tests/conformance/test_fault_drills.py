@@ -86,10 +86,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test():
+    """The test process's descendants before the test: other tests in the same process (a
+    session's resident conformance worker, under xdist) may keep theirs, legitimately."""
+    _BEFORE.clear()
+    _BEFORE.update(descendants(os.getpid()))
+    yield
+
+
 def settled(pid: int, seconds: float = 5.0) -> list[int]:
-    """The descendants of `pid` still alive after up to `seconds`."""
+    """The descendants of `pid` still alive after up to `seconds` (of this test process:
+    those the test started)."""
+    def left_over() -> list[int]:
+        found = descendants(pid)
+        return [d for d in found if d not in _BEFORE] if pid == os.getpid() else found
     end = time.monotonic() + seconds
-    while (left := descendants(pid)) and time.monotonic() < end:
+    while (left := left_over()) and time.monotonic() < end:
         time.sleep(0.1)
     return left
 
