@@ -17,14 +17,7 @@ from conformance.lang.program import Program, ProgramError
 from conformance.lang.program import Stmt as S
 from conformance.lang.validate import is_valid, load, validate
 from tests.conformance.test_executor import leaf, obs, sample
-
-CAPS = {
-    "all": ALL_CAPABILITIES,
-    "no-grad_fn": tuple(c for c in ALL_CAPABILITIES if c not in ("grad_fn", "node_hooks")),
-    "no-views-inplace": tuple(c for c in ALL_CAPABILITIES
-                              if c not in ("views", "inplace", "version_counter")),
-    "core": ("core",),
-}
+from tests.conformance.test_generator_golden import CAPS
 
 
 # ---- the generator's self-check: what it draws validates ---------------------------------
