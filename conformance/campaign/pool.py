@@ -237,12 +237,27 @@ class Pool:
         self.ctx, self.jobs, self.setup, self.setup_args, self.work = (
             ctx, jobs, setup, setup_args, work)
         self.failure, self.follow, self.warmup = failure, follow, warmup
+        self._kept: list[_Slot] | None = None
+
+    def __enter__(self) -> Pool:
+        """Within `with pool:`, workers outlive each `run` and serve the next (one task at a
+        time runs many short runs without starting a process for each)."""
+        self._kept = []
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for slot in self._kept or []:
+            slot.stop(kill=slot.task is not None)
+        self._kept = None
 
     def run(self, tasks: list[Task], finish: Callable[[Task, Any], None]) -> None:
         """Run every task; `finish(task, result)` once per task, in completion order. Ctrl-C
         (KeyboardInterrupt) stops every worker and propagates."""
         queue = list(reversed(tasks))
-        slots = [_Slot(self) for _ in range(max(1, min(self.jobs, len(tasks))))]
+        want = max(1, min(self.jobs, len(tasks)))
+        kept = self._kept or []
+        slots = kept[:want] + [_Slot(self) for _ in range(want - len(kept))]
+        del kept[:want]
         try:
             while queue or any(s.task for s in slots):
                 for i, slot in enumerate(slots):
@@ -261,7 +276,10 @@ class Pool:
                         slots[i] = _Slot(self)
         finally:
             for slot in slots:
-                slot.stop(kill=slot.task is not None)
+                if self._kept is not None and slot.task is None:
+                    self._kept.append(slot)
+                else:
+                    slot.stop(kill=slot.task is not None)
 
     def _step(self, slot: _Slot, ready: bool, finish, queue: list[Task]) -> bool:
         """Handle what a busy worker said, or its silence; False when it must be replaced."""

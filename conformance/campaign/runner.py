@@ -42,6 +42,7 @@ from ..reports.report import (
 )
 from ..spec.reader import load_spec
 from . import worker
+from .failures import shrink_failures
 from .outdir import Staging
 from .pool import Pool, PoolError, Task, context
 from .worker import ProgramSource, check  # noqa: F401 - check: part of this module's API
@@ -112,6 +113,13 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
     tasks = [Task(i, ("check", s), timeout) for i, s in enumerate(seeds)]
     try:
         pool.run(tasks, finish)
+        if shrink and any(r and "failure" in r for r in results):
+            shrink_failures(lambda: Pool(
+                context([engine_spec, oracle_spec], device), 1, worker.setup,
+                (engine_spec, oracle_spec, device, options), worker.work,
+                lambda task, what, detail, who, path: worker.failure(
+                    None, what, detail, who, path)),
+                results, lambda i: _regenerate(source, seeds[i], caps, size), timeout)
     except PoolError as exc:
         raise EngineError(str(exc)) from None
     except KeyboardInterrupt:
@@ -313,8 +321,16 @@ def _record_oracle_failure(index: int, pseed: int, r: dict[str, Any], ctx: _Cont
 
 def _failed_program(r: dict[str, Any], pseed: int, ctx: _Context
                     ) -> tuple[Program, list[Divergence]]:
-    """A crashed or hung program (regenerated: it is deterministic), cut after the statement
-    that was running when the engine runs one statement at a time; or a gradspec bug's."""
+    """A crashed or hung program: shrunk (campaign/failures.py), or regenerated (it is
+    deterministic) and cut after the statement that was running when the engine runs one
+    statement at a time; or a gradspec bug's."""
+    if r.get("program"):
+        program = Program.from_json(r["program"])
+        div = Divergence.from_json(r["failure"])
+        stmts = dict(program.walk())
+        if div.path in stmts:
+            div.op, div.clauses = stmts[div.path].op, list(stmts[div.path].clauses)
+        return program, [div]
     program = _regenerate(ctx.source, pseed, ctx.caps, ctx.size)
     if r.get("internal"):
         return program, [Divergence("", "program", "internal", "completed (a gradspec bug: "

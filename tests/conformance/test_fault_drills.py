@@ -139,6 +139,52 @@ def test_an_engine_that_dies_is_a_crash_at_the_statement_running(tmp_path, engin
     assert settled(os.getpid()) == []
 
 
+def padded(seed: int, capabilities=None, size: int = 20) -> Program:
+    """A program with a backward pass (statement 6) among statements it does not need: two
+    of them before it, unrelated to it, and two after it."""
+    return Program([
+        leaf("x", [1.0, 2.0], [2]),
+        leaf("w", [3.0], [1]),
+        S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+        S("call", out="v", args=["w", "w"], params={"fn": "add"}),
+        obs("v", "requires_grad"),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("backward", target="s", clauses=["GRAPH-2"]),
+        obs("x", "grad"),
+        obs("w", "requires_grad")], seed=seed)
+
+
+@pytest.mark.parametrize("engine,what,timeout", [("aborts", "crashes", 5.0),
+                                                 ("hangs", "timeouts", 1.0)])
+def test_a_crash_or_hang_repro_is_shrunk_to_what_still_fails(tmp_path, engine, what, timeout,
+                                                             capsys):
+    report = run_campaign(f"{ENGINES}.{engine}:factory", "torch", out_dir=tmp_path,
+                          progress=None, source=padded, count=2, timeout=timeout, probe=False)
+    failed = getattr(report, what)
+    assert len(failed) == 2 and report.divergences == []
+    for d in failed:
+        assert d["statements"] == 4 and d["minimized_from"] == 9 and d["path"] == "3"
+        program = Program.loads((Path(d["folder"]) / "program.json").read_text())
+        assert [s.op for s in program.statements] == ["leaf", "call", "call", "backward"]
+        assert d["primary"] == ["GRAPH-2"] and "at statement 3" in d["first"]
+    # the shrunk repro still fails, on replay, at the statement it names
+    assert main(["replay", failed[0]["folder"], "--timeout", str(timeout)]) == 3
+    assert "at statement 3" in capsys.readouterr().err
+    assert settled(os.getpid()) == []
+
+
+def test_a_crash_that_does_not_come_back_is_reported_as_first_found(tmp_path):
+    from tests.broken_engines.aborts_once import MARKER
+    MARKER.unlink(missing_ok=True)
+    report = run_campaign(f"{ENGINES}.aborts_once:factory", "torch", out_dir=tmp_path / "out",
+                          progress=None, source=padded, count=1, timeout=5.0, probe=False)
+    assert MARKER.exists() and len(report.crashes) == 1
+    MARKER.unlink()
+    d = report.crashes[0]
+    assert d["path"] == "6" and d["statements"] == 7 and d["minimized_from"] == 9   # the cut
+    assert settled(os.getpid()) == []
+
+
 def test_a_few_crashes_fail_the_run_without_making_it_unjudged(tmp_path):
     report = campaign(tmp_path, "aborts", count=3, max_unjudged=1.0)
     assert report.crashes and report.unjudged() is None and report.exit_code == 1
