@@ -57,13 +57,13 @@ class TorchLike(Engine):
         return ops.apply(ops.lookup("view", fn), (target,), kw)
 
     def getitem(self, target, index):
-        return target[index]
+        return target[_subscript(index)]
 
     def inplace(self, target, fn, args, kw):
         return ops.apply(ops.lookup("inplace", fn), (target, *args), kw)
 
     def setitem(self, target, index, value):
-        target[index] = value
+        target[_subscript(index)] = value
 
     def detach(self, t):
         return t.detach()
@@ -202,3 +202,10 @@ def refimpl_engine(device: str = "cpu") -> TorchLike:
         raise EngineError(f"engine 'refimpl': the refimpl module is incomplete (no "
                           f"{', '.join(missing)})")
     return TorchLike(refimpl, "refimpl", device)
+
+
+def _subscript(index):
+    """The subscript a script writes for an index: `t[0:]` for one item, not `t[(0:,)]`,
+    which torch handles on another path (a full slice in a 1-tuple gives AliasBackward0,
+    `t[0:]` SliceBackward0), so that the adapter does what the repro script does."""
+    return index[0] if len(index) == 1 else index

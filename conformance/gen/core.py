@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import model
+from ..kinds import KINDS
 from ..lang import ops
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
@@ -31,8 +32,15 @@ from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
 # Generator vocabulary versions: the ops a version draws are the op table's rows with `since`
 # at most that version (conformance/lang/ops.py), so a seed drawn at an older version gives
 # the same program byte for byte after ops are added. `gradspec run` draws the newest.
-VOCABULARIES = (1, 2)
+# Vocabulary 3 also draws graphs that join leaves on purpose, fills programs to their size
+# under Hypothesis too, and ends every program with a sweep of what can be observed.
+VOCABULARIES = (1, 2, 3)
 GENERATOR_VERSION = VOCABULARIES[-1]
+# the steps Hypothesis takes per statement of a program's size (vocabulary 3): RandomChooser
+# fills 20 statements in 12.5 steps on average, but Hypothesis's draws lean to the simpler
+# options, and 15 steps give it the same statements and backward passes per program
+# (tests/generator_stats.py measures both)
+STEPS_PER_STATEMENT = 0.75
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
                     "grad_modes", "retain_graph", "warnings", "backward_inputs")
@@ -72,7 +80,8 @@ class Gen:
         self.emitted = 0
         self.choice, self.boolean, self.weighted, self.integer = draws(ch)
         self._blocked = blocked_clauses(self.caps)
-        self._statements = (statement_draw(self.caps, False), statement_draw(self.caps, True))
+        self._statements = (statement_draw(self.caps, False, vocabulary),
+                            statement_draw(self.caps, True, vocabulary))
         self._draws = draw_functions()
 
     # ---- names, statements, tensors ----------------------------------------------------------
@@ -268,6 +277,10 @@ class Gen:
                       if u.node in nodes]
             if leaves:
                 inputs = [self.choice("input", leaves)]
+                if self.vocabulary >= 3 and len(leaves) > 1 and self.boolean("second input", 50):
+                    other = self.choice("input 2", leaves)
+                    if other is not inputs[0]:
+                        inputs.append(other)
         params: dict[str, Any] = {"retain_graph": retain}
         if inputs:
             params["inputs"] = [u.name for u in inputs]
@@ -304,15 +317,23 @@ class Gen:
             self.make_leaf()
         # A step may emit several statements, or none ("skip", reached only by shrinking).
         # RandomChooser fills the program to its size; under Hypothesis the number of steps
-        # is a draw, so that shrinking can cut the tail and skip steps in the middle.
+        # is a draw, so that shrinking can cut the tail and skip steps in the middle. From
+        # vocabulary 3 Hypothesis takes a fixed number of steps instead, as many as fill a
+        # program of the size on average (a bounded integer draw leans small: its programs
+        # were half as long), and shrinking turns steps into skips.
         if getattr(self.ch, "fills", False):
             steps = 0
             while self.emitted < self.size and steps < 3 * self.size:
                 self.step()
                 steps += 1
+        elif self.vocabulary >= 3:
+            for _ in range(max(1, round(self.size * STEPS_PER_STATEMENT))):
+                self.step()
         else:
             for _ in range(self.integer("steps", 1, self.size)):
                 self.step()
+        if self.vocabulary >= 3:
+            KINDS["sweep"].emit_end(self)
         # Clauses were tagged as statements were emitted (tags: only those the capabilities
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).

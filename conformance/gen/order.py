@@ -33,9 +33,10 @@ def blocked_clauses(caps: frozenset[str]) -> frozenset[str]:
 
 
 @functools.cache
-def statement_draw(caps: frozenset[str], deep: bool) -> tuple[tuple[str, int], ...]:
-    """(entry, weight) of DRAW_ORDER under the capabilities; `deep` (a block inside a block)
-    draws neither another block nor an error."""
+def statement_draw(caps: frozenset[str], deep: bool, vocabulary: int = 1
+                   ) -> tuple[tuple[str, int], ...]:
+    """(entry, weight) of DRAW_ORDER under the capabilities in a generator vocabulary; `deep`
+    (a block inside a block) draws neither another block nor an error."""
     table = []
     for name in DRAW_ORDER:
         if name == "skip":
@@ -46,7 +47,7 @@ def statement_draw(caps: frozenset[str], deep: bool) -> tuple[tuple[str, int], .
         else:
             k = KINDS[name]
             if caps.issuperset(k.caps) and not (deep and k.block):
-                table.append((name, k.weight))
+                table.append((name, k.draw_weight(vocabulary)))
     return tuple(table)
 
 

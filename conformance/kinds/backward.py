@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from ..lang.program import Stmt
 from ..lang.trace import plain
-from ..model import Storage, T, needed, numel, predict, reach
+from ..model import Storage, T, leaves_reached, needed, numel, predict, reach
 from ..model.tables import SHAPES
 from . import fields, source
 from .flags import check_optional_operand
-from .registry import Kind, kind
+from .registry import KINDS, Kind, kind
 
 FLAG = (bool, type(None))
 OPERAND = (str, int, float, type(None))
@@ -15,6 +15,34 @@ OPERAND = (str, int, float, type(None))
 
 def _done(path: str) -> list[str]:
     return [f"print({f'[{path}] backward done'!r})"]
+
+
+def _widest(g, cands: list[T]) -> list[T]:
+    """Vocabulary 3: mostly the candidates whose graphs join two leaves or more (the
+    widest when none does), so that backward passes join several; all of them otherwise."""
+    if g.vocabulary < 3 or len(cands) < 2 or not g.boolean("widest root", 75):
+        return cands
+    counts = [leaves_reached(u) for u in cands]
+    least = min(2, max(counts))
+    return [u for u, n in zip(cands, counts, strict=True) if n >= least]
+
+
+def _joined(g, t: T) -> T:
+    """Vocabulary 3: a root whose graph reaches fewer than two leaves (sometimes three) is
+    mostly first joined with other graphs (binary ops with tensors reaching other leaves),
+    as long as that raises nothing new."""
+    if g.vocabulary < 3:
+        return t
+    want = 3 if g.boolean("three leaves", 35) else 2
+    if leaves_reached(t) >= want or not g.boolean("join before backward", 70):
+        return t
+    before = predict(reach([t.node]))
+    while leaves_reached(t) < want:
+        joined = KINDS["call"].join(g, t)
+        if joined is None or joined.node is None or predict(reach([joined.node])) != before:
+            break
+        t = joined
+    return t
 
 
 @kind
@@ -72,7 +100,7 @@ class Backward(Kind):
             ok = valid
         if not ok:
             return False
-        t = g.choice("backward of", ok)
+        t = _joined(g, g.choice("backward of", _widest(g, ok)))
         if not t.shape:
             return g.emit_backward(t, [])
         if not g.grad_enabled or g.boolean("give gradient", 50):
@@ -224,7 +252,7 @@ class Grad(Kind):
         ok = [u for u in cands if g.ok_kind(predict(reach([u.node])))]
         if not ok:
             return False
-        t = g.choice("grad of", ok)
+        t = _joined(g, g.choice("grad of", _widest(g, ok)))
         nodes = reach([t.node])
         grad_outputs = None
         if bad == "GRAD_OUTPUT_SHAPE":
@@ -282,7 +310,7 @@ class Grad(Kind):
         if not ins:
             return None
         inputs = [g.choice("grad input", ins)]
-        if len(ins) > 1 and g.boolean("second grad input", 30):
+        if len(ins) > 1 and g.boolean("second grad input", 30 if g.vocabulary < 3 else 60):
             other = g.choice("grad input 2", ins)
             if other is not inputs[0]:
                 inputs.append(other)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lang.program import Stmt
+from ..lang.validate import CLAUSE_ID
 from ..lang.trace import plain
 from ..model import observe_clauses
 from ..model.tables import OBSERVE_WHAT
@@ -114,3 +115,72 @@ class Observe(Kind):
             opts = [o for o in opts if o[0] in ("value", "is_leaf", "requires_grad",
                                                  "dtype", "shape", "version")]
         return tuple(opts)
+
+
+# what a sweep looks at, in this order (value carries the dtype and the nesting of the shape)
+SWEPT = ("value", "grad", "is_leaf", "requires_grad", "grad_fn", "version", "retains_grad")
+
+
+@kind
+class Sweep(Kind):
+    name = "sweep"
+    param_keys = ("of",)
+    since = 3           # drawn by no vocabulary: generator vocabulary 3 ends programs with one
+    doc = ("record each [tensor, what, clauses] of params.of, in order: the end-of-program "
+           "observation of every observable of every live tensor (clauses: those the one "
+           "observation exercises)")
+    valued = sweeps = True
+
+    def refs(self, s):
+        return list(dict.fromkeys(item[0] for item in s.params.get("of") or []))
+
+    def needs(self, s):
+        return list(dict.fromkeys(["core", *(OBSERVABLES.get(item[1], "core")
+                                             for item in s.params.get("of") or [])]))
+
+    def check(self, s, path):
+        for i, item in enumerate(fields.param(s, path, "of", (list,))):
+            where = f"params.of[{i}]"
+            if not (isinstance(item, list) and len(item) == 3):
+                fields.fail(path, where, f"must be [tensor, what, clauses], got {item!r}")
+            name, what, clauses = item
+            if not (isinstance(name, str) and fields.is_name(name)):
+                fields.fail(path, where, f"{name!r} is not a name")
+            if what not in TABLE:
+                fields.fail(path, where, f"unknown observable {what!r}")
+            if not (isinstance(clauses, list) and all(
+                    isinstance(c, str) and CLAUSE_ID.fullmatch(c) for c in clauses)):
+                fields.fail(path, where, f"clauses must be a list of clause IDs, got {clauses!r}")
+
+    def observations(self, s, o, e):
+        """(tensor, aspect, clauses, oracle's (value, dtype), engine's) per item."""
+        return [(name, what, clauses, tuple(ov), tuple(ev))
+                for (name, what, clauses), ov, ev in zip(s.params["of"], o.value, e.value,
+                                                         strict=True)]
+
+    def run(self, x, s, ev, path):
+        out = []
+        for name, what, _ in s.params["of"]:
+            value, dtype = TABLE[what].read(x.e, x.env[name])
+            out.append([plain(value), plain(dtype)])
+        ev.value = out
+
+    def render(self, s, path):
+        return [f"show({f'[{path}] {t}.{what}'!r}, {TABLE[what].expr(t)})"
+                for t, what, _ in s.params["of"]]
+
+    def emit_end(self, g) -> None:
+        """Emit the sweep that ends a program: every observable of every live tensor that
+        observing would not leave unspecified (the filters of an observe statement's draw)."""
+        items, clauses = [], []
+        for t in g.live():
+            allowed = {w for w, _ in Observe._observables(
+                g.caps, not t.leaf and not t.retains, t.rg and not t.leaf, t.origin == "grad",
+                t.stale, t.is_float)}
+            for what in SWEPT:
+                if what in allowed:
+                    cl = g.tags(observe_clauses(t, what))
+                    items.append([t.name, what, cl])
+                    clauses += cl
+        if items:
+            g.emit(Stmt("sweep", params={"of": items}), clauses)

@@ -36,7 +36,7 @@ from ..lang.program import KINDS as LANGUAGE_KINDS
 ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
-    "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe",
+    "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
 )
 
 
@@ -46,8 +46,10 @@ class Kind:
     name: ClassVar[str] = "?"
     doc: ClassVar[str] = ""
     caps: ClassVar[tuple[str, ...]] = ("core",)
-    weight: ClassVar[int] = 0           # draw weight (conformance/gen/)
+    weight: ClassVar[int] = 0           # draw weight (conformance/gen/) ...
+    since: ClassVar[int] = 1            # ... from this generator vocabulary on (0 before)
     valued: ClassVar[bool] = False      # its Event records a value (observe, grad, ...)
+    sweeps: ClassVar[bool] = False      # ... one per tensor it observes, judged one by one
     block: ClassVar[bool] = False       # it has a body of statements (grad-mode blocks)
     in_place: ClassVar[bool] = False    # it rebinds its target: a failure leaves it bound
     ends_segment: ClassVar[bool] = False    # backward-like: a segment ends after it
@@ -100,6 +102,13 @@ class Kind:
         the aspect (an observable, or a label for reports)."""
         return None, self.name
 
+    def observations(self, s: Any, o: Any, e: Any) -> list[tuple[Any, ...]]:
+        """A valued kind's observations in the oracle's Event `o` and the engine's `e`:
+        (tensor or None, aspect, the clauses of this one observation or None for the
+        statement's, (value, dtype) of the oracle, of the engine)."""
+        tensor, aspect = self.observed(s)
+        return [(tensor, aspect, None, (o.value, o.dtype), (e.value, e.dtype))]
+
     def grad_hook(self, s: Any) -> str | None:
         """The label of the hook calls it registers that show its target's .grad, if any."""
         return None
@@ -128,6 +137,11 @@ class Kind:
     def draw(self, g: Any) -> bool:
         """Draw one statement of this kind into g; False when nothing fits."""
         return False
+
+    def draw_weight(self, vocabulary: int) -> int:
+        """How often generator vocabulary `vocabulary` draws this kind (a new kind is 0 in
+        older vocabularies, so that their programs stay as they were)."""
+        return self.weight if vocabulary >= self.since else 0
 
 
 # The registry is the program language's table of kinds (conformance/lang/program.py reads

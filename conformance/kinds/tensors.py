@@ -7,11 +7,21 @@ from ..engines.torchlike import nest
 from ..lang import ops
 from ..lang.program import Stmt, index_of
 from ..lang.trace import plain
-from ..model import Storage, T, broadcast, copy_kw, index_shape, matmul_shape, view_options
+from ..model import (
+    Storage,
+    T,
+    broadcast,
+    copy_kw,
+    index_shape,
+    joins,
+    matmul_shape,
+    view_options,
+)
 from ..model.tables import NUMBERS
 from . import fields, source
 from .registry import Kind, kind
 
+JOIN_OPS = ["mul", "add"]    # the binary ops a deliberate join of two graphs draws
 # the argument forms (conformance/lang/ops.py, FORMS) that cannot go without an op's settings
 STRICT_FORMS = ("exponent", "sizes", "dims", "dim")
 
@@ -103,10 +113,23 @@ class Call(Kind):
 
     def draw(self, g):
         fn = g.weighted("fn", g.call_fns)
-        a = g.pick("operand", lambda t: t.is_float) or g.make_leaf()
-        family = ops.ROWS[fn].family
-        if family == "binary":
-            drawn = self._draw_binary(g, fn, a)
+        a = None
+        if g.vocabulary >= 3 and g.boolean("operand requires grad", 60):
+            a = g.pick("operand", lambda t: t.is_float and t.rg)
+        a = a or g.pick("operand", lambda t: t.is_float) or g.make_leaf()
+        return self._emit(g, fn, a, ops.ROWS[fn].family)
+
+    def join(self, g, a: T) -> T | None:
+        """Emit a binary op of a and another operand whose graph reaches a leaf a's does not
+        (a live tensor, or a fresh leaf): the tensor it makes, None when nothing fits."""
+        before = len(g.out)
+        if not self._emit(g, g.choice("join op", JOIN_OPS), a, "join"):
+            return None
+        return g.tensors[g.out[-1].out] if len(g.out) > before else None
+
+    def _emit(self, g, fn, a, family) -> bool:
+        if family in ("binary", "join"):
+            drawn = self._draw_binary(g, fn, a, join=family == "join")
         elif family == "linalg":
             drawn = self._draw_matmul(g, a)
         elif family == "reduce":
@@ -132,14 +155,18 @@ class Call(Kind):
 
     # The operands of a drawn call, per family: (args, inputs, saved storages, shape, dtype,
     # kw, clauses), or None when nothing fits.
-    def _draw_binary(self, g, fn, a):
-        if g.boolean("number operand", 30):
+    def _draw_binary(self, g, fn, a, join=False):
+        if not join and g.boolean("number operand", 30 if g.vocabulary < 3 else 15):
             num = g.choice("number", NUMBERS)
             args = [num, a.name] if fn in ("sub", "div") and g.boolean(
                 "reflected", 30) else [a.name, num]
             return args, [a], [], a.shape, a.dtype, {}, ["GRAPH-6"]
-        b = g.pick("other operand",
-                   lambda t: t.is_float and broadcast(a.shape, t.shape) is not None)
+        b = self._joining(g, a, lambda shape, dtype: broadcast(a.shape, shape) is not None,
+                          join) if g.vocabulary >= 3 or join else None
+        if join and b is None:
+            return None
+        b = b or g.pick("other operand",
+                        lambda t: t.is_float and broadcast(a.shape, t.shape) is not None)
         assert b is not None       # a itself always fits
         shape = broadcast(a.shape, b.shape) or ()
         cl, saved = [], []
@@ -156,10 +183,28 @@ class Call(Kind):
         dtype = "float64" if "float64" in (a.dtype, b.dtype) else "float32"
         return [a.name, b.name], [a, b], saved, shape, dtype, {}, cl
 
+    @staticmethod
+    def _joining(g, a, fits, forced=False):
+        """Vocabulary 3: mostly (`forced`: always) a second operand whose graph reaches a
+        leaf a's does not (so that backward passes join leaves through several branches),
+        often a fresh leaf that requires grad when no live tensor does; None to draw it as
+        before."""
+        if not forced and not g.boolean("join another leaf", 85):
+            return None
+        b = g.pick("joining operand",
+                   lambda t: t.is_float and fits(t.shape, t.dtype) and joins(a, t))
+        if b is None and (forced or g.boolean("fresh joining leaf", 75)):
+            shape = a.shape if fits(a.shape, a.dtype) else a.shape[-1:]
+            if fits(shape, a.dtype):
+                b = g.make_leaf(shape=shape, dtype=a.dtype, rg=True)
+        return b
+
     def _draw_matmul(self, g, a):
         # matmul does not promote dtypes: mixed operands are a (non-spec) error
-        b = g.pick("matmul operand", lambda t: t.dtype == a.dtype and
-                   matmul_shape(a.shape, t.shape) is not None)
+        b = self._joining(g, a, lambda shape, dtype: dtype == a.dtype and matmul_shape(
+            a.shape, shape) is not None) if g.vocabulary >= 3 else None
+        b = b or g.pick("matmul operand", lambda t: t.dtype == a.dtype and
+                        matmul_shape(a.shape, t.shape) is not None)
         if b is None:
             if not (1 <= a.ndim <= 2):
                 return None

@@ -5,11 +5,11 @@ and weights programs are drawn from (tables.py). Pure logic: no chooser, no stat
 from __future__ import annotations
 
 from .clauses import backward_clauses, observe_clauses
-from .graph import after_backward, needed, predict, reach
+from .graph import after_backward, joins, leaves_reached, needed, predict, reach
 from .inplace import apply_inplace, inplace_ok, leaf_rg_view
 from .shapes import broadcast, copy_kw, index_shape, matmul_shape, numel, view_options
 from .tensors import Node, Storage, T
 
 __all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
-           "broadcast", "copy_kw", "index_shape", "inplace_ok", "leaf_rg_view", "matmul_shape",
+           "broadcast", "copy_kw", "index_shape", "inplace_ok", "joins", "leaf_rg_view", "leaves_reached", "matmul_shape",
            "needed", "numel", "observe_clauses", "predict", "reach", "view_options"]

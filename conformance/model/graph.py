@@ -18,6 +18,21 @@ def reach(roots: Iterable[Node | None]) -> list[Node]:
     return _reach(stack)
 
 
+def leaves_reached(t: T) -> int:
+    """How many leaf accumulators a backward pass from t reaches (0 without a grad node)."""
+    if not t.rg or t.node is None:
+        return 0
+    return sum(1 for n in reach([t.node]) if n.leaf)
+
+
+def joins(a: T, b: T) -> bool:
+    """Whether a graph over a and b reaches a leaf that a's graph alone does not."""
+    if not b.rg or b.node is None:
+        return False
+    mine = {id(n) for n in reach([a.node])} if a.rg and a.node is not None else set()
+    return any(n.leaf and id(n) not in mine for n in reach([b.node]))
+
+
 def _reach(stack: list[Node]) -> list[Node]:
     seen: dict[int, Node] = {}
     while stack:

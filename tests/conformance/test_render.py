@@ -13,6 +13,7 @@ import pytest
 from conformance.compare import close
 from conformance.engines import load_engine
 from conformance.executor import VALUED, execute
+from conformance.kinds import KINDS
 from conformance.program import Program
 from conformance.render import render, render_replay
 from tests.conformance.test_executor import PROGRAMS, newer_statements
@@ -61,8 +62,10 @@ def check_scripts_match_traces(programs: list[Program]) -> None:
 
 
 def check_output(trace, out: list[str]) -> None:
-    want_values = {e.path: e.value for e in trace.events
-                   if e.status == "ok" and e.op in VALUED}
+    # a sweep prints one line per item, under its own path: (value, dtype) pairs
+    want_values = {e.path: [v for v, _ in e.value] if KINDS[e.op].sweeps else e.value
+                   for e in trace.events if e.status == "ok" and e.op in VALUED}
+    sweeps = {e.path for e in trace.events if KINDS[e.op].sweeps}
     want_hooks = [(h[0], h[1]) for e in trace.events for h in e.hooks]
     want_raised = {e.path for e in trace.events if e.status != "ok"}
     got_values, got_hooks, got_raised = {}, [], set()
@@ -70,7 +73,10 @@ def check_output(trace, out: list[str]) -> None:
         if m := RAISED.match(ln):
             got_raised.add(m["path"])
         elif m := LINE.match(ln):
-            got_values[m["path"]] = json.loads(m["value"])
+            if m["path"] in sweeps:
+                got_values.setdefault(m["path"], []).append(json.loads(m["value"]))
+            else:
+                got_values[m["path"]] = json.loads(m["value"])
         elif m := HOOK.match(ln):
             got_hooks.append((m["label"], json.loads(m["value"])))
     assert got_raised == want_raised
