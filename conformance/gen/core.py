@@ -99,6 +99,10 @@ class Gen:
             return list(dict.fromkeys(c for c in clauses if c not in blocked))
         return list(dict.fromkeys(clauses))
 
+    def blocks_clauses(self) -> bool:
+        """Whether the capabilities leave some clause untagged (tags then filters)."""
+        return bool(self._blocked)
+
     def emit(self, stmt: Stmt, clauses: Iterable[str] = (), expect: str | None = None) -> Stmt:
         """Append stmt; `expect` is the error kind the model predicts it raises."""
         stmt.clauses = self.tags(clauses)

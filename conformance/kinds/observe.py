@@ -173,14 +173,20 @@ class Sweep(Kind):
         """Emit the sweep that ends a program: every observable of every live tensor that
         observing would not leave unspecified (the filters of an observe statement's draw)."""
         items, clauses = [], []
+        blocked = g.blocks_clauses()
         for t in g.live():
-            allowed = {w for w, _ in Observe._observables(
-                g.caps, not t.leaf and not t.retains, t.rg and not t.leaf, t.origin == "grad",
-                t.stale, t.is_float)}
-            for what in SWEPT:
-                if what in allowed:
-                    cl = g.tags(observe_clauses(t, what))
-                    items.append([t.name, what, cl])
-                    clauses += cl
+            for what in self._swept(g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
+                                    t.origin == "grad", t.stale, t.is_float):
+                cl = g.tags(observe_clauses(t, what)) if blocked else observe_clauses(t, what)
+                items.append([t.name, what, cl])
+                clauses += cl
         if items:
             g.emit(Stmt("sweep", params={"of": items}), clauses)
+
+    @staticmethod
+    @functools.cache
+    def _swept(caps, *properties) -> tuple[str, ...]:
+        """The observables of SWEPT an observe statement could draw of a tensor with these
+        properties (Observe._observables), in SWEPT's order."""
+        allowed = {w for w, _ in Observe._observables(caps, *properties)}
+        return tuple(w for w in SWEPT if w in allowed)
