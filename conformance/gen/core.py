@@ -14,6 +14,7 @@ statement is tagged with the clause IDs it exercises, and only with clauses whos
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,9 +25,10 @@ from ..lang import ops
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
-from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, RETAIN_GRAPH, SHAPES, VALUES
+from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES
 from . import errors
 from .order import blocked_clauses, draw_functions, statement_draw
+from .passes import BackwardPasses
 from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
 
 # Generator vocabulary versions: the ops a version draws are the op table's rows with `since`
@@ -36,11 +38,11 @@ from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
 # under Hypothesis too, and ends every program with a sweep of what can be observed.
 VOCABULARIES = (1, 2, 3)
 GENERATOR_VERSION = VOCABULARIES[-1]
-# the steps Hypothesis takes per statement of a program's size (vocabulary 3): RandomChooser
-# fills 20 statements in 12.5 steps on average, but Hypothesis's draws lean to the simpler
-# options, and 15 steps give it the same statements and backward passes per program
-# (tests/generator_stats.py measures both)
-STEPS_PER_STATEMENT = 0.75
+# the steps Hypothesis takes per statement of a program's size (vocabulary 3): 10 steps for
+# size 20 give it about the statements per program RandomChooser fills to (20.8 against 22.5,
+# and 2.5 backward passes against 2.9: tests/generator_stats.py measures both); more steps
+# make programs that Hypothesis shrinks less well
+STEPS_PER_STATEMENT = 0.5
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
                     "grad_modes", "retain_graph", "warnings", "backward_inputs")
@@ -53,7 +55,7 @@ NOT_GENERATED: dict[str, str] = {
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 
 
-class Gen:
+class Gen(BackwardPasses):
     """One program being drawn: the model of its tensors and the statements so far.
 
     `choice`, `boolean`, `weighted` and `integer` draw from the chooser (strategies.py); the
@@ -83,6 +85,28 @@ class Gen:
         self._statements = (statement_draw(self.caps, False, vocabulary),
                             statement_draw(self.caps, True, vocabulary))
         self._draws = draw_functions()
+        self.aimed: T | None = None         # the tensor `pick` returns (on)
+
+    def draw_on(self, kind: str, t: T, **kw: Any) -> T | None:
+        """The statement kind's draw aimed at t (see `on`); the tensor it binds, if any (none
+        when the capabilities lack the kind's)."""
+        if not self.caps.issuperset(KINDS[kind].caps):
+            return None
+        before = len(self.out)
+        with self.on(t):
+            if not KINDS[kind].draw(self, **kw):
+                return None
+        out = self.out[-1].out if len(self.out) > before else None
+        return self.tensors.get(out) if out else None
+
+    @contextlib.contextmanager
+    def on(self, t: T):
+        """Within it, `pick` returns t wherever t fits: a statement kind's draw aimed at t."""
+        before, self.aimed = self.aimed, t
+        try:
+            yield
+        finally:
+            self.aimed = before
 
     # ---- names, statements, tensors ----------------------------------------------------------
     def has(self, *caps: str) -> bool:
@@ -119,7 +143,11 @@ class Gen:
         return [t for t in self.tensors.values() if not t.hidden and pred(t)]
 
     def pick(self, label: str, pred: Callable[[T], bool] | None = None) -> T | None:
-        """One of the live tensors that satisfy pred, or None when none does."""
+        """One of the live tensors that satisfy pred, or None when none does; within
+        `on(t)`, t itself when it does (nothing is drawn then)."""
+        t = self.aimed
+        if t is not None and not t.hidden and (pred is None or pred(t)):
+            return t
         cands = self.live(pred)
         return self.choice(label, cands) if cands else None
 
@@ -254,60 +282,6 @@ class Gen:
                   ["GRAPH-1", "VER-13"])
         return s
 
-    # ---- backward ----------------------------------------------------------------------------
-    def backward_clauses(self, nodes: list[Node], kind: str | None) -> list[str]:
-        # a node has tensor hooks exactly when a handle that is no post hook names it
-        hooked = [n for n, post in self.handles.values() if not post]
-        return model.backward_clauses(self.live(), nodes, kind, hooked)
-
-    def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None):
-        model.after_backward(self.live(), nodes, retain, inputs)
-
-    def draw_retain(self) -> bool | None:
-        if "retain_graph" not in self.caps:
-            return None
-        return self.weighted("retain_graph", RETAIN_GRAPH)
-
-    def emit_backward(self, root: T, gradient: list[Any], retain: Any = "draw",
-                      inputs: list[T] | None = None, kind: str | None = None) -> bool:
-        """Emit root.backward(...) and update the model; `kind` is the deliberate error it
-        raises (its clause is added), else the model predicts what it raises."""
-        nodes = model.reach([root.node])
-        predicted = model.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
-        retain = self.draw_retain() if retain == "draw" else retain
-        if inputs is None and "backward_inputs" in self.caps and self.boolean(
-                "backward inputs", 20):
-            leaves = [u for u in self.live(lambda u: u.leaf and u.rg and u.node is not None)
-                      if u.node in nodes]
-            if leaves:
-                inputs = [self.choice("input", leaves)]
-                if self.vocabulary >= 3 and len(leaves) > 1 and self.boolean("second input", 50):
-                    other = self.choice("input 2", leaves)
-                    if other is not inputs[0]:
-                        inputs.append(other)
-        params: dict[str, Any] = {"retain_graph": retain}
-        if inputs:
-            params["inputs"] = [u.name for u in inputs]
-            nodes = model.needed([root.node], inputs)
-            predicted = model.predict(nodes) if predicted != "NO_GRAD_FN" else predicted
-        cl = self.backward_clauses(nodes, predicted)
-        cl += ["FREE-2"] if retain else ["FREE-1"]
-        if retain is None:
-            cl.append("FREE-7")
-        if gradient:
-            cl.append("API-2")
-        if root.leaf:
-            cl.append("API-5")
-        if inputs:
-            cl.append("API-11")
-        if kind:
-            cl.append(errors.ERROR_CLAUSE[kind])
-        self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
-                  kind or predicted)
-        if predicted is None and kind is None:
-            self.after_backward(nodes, retain, inputs or None)
-        return True
-
     # ---- the loop ----------------------------------------------------------------------------
     def step(self, in_block: bool = False) -> None:
         """Draw one statement kind and let it draw (a leaf when it finds nothing to act on)."""
@@ -324,7 +298,8 @@ class Gen:
         # is a draw, so that shrinking can cut the tail and skip steps in the middle. From
         # vocabulary 3 Hypothesis takes a fixed number of steps instead, as many as fill a
         # program of the size on average (a bounded integer draw leans small: its programs
-        # were half as long), and shrinking turns steps into skips.
+        # were half as long), and shrinking turns steps into skips. (Stopping at the size
+        # would make a skip a step longer, past what Hypothesis drew: shrinking stalls.)
         if getattr(self.ch, "fills", False):
             steps = 0
             while self.emitted < self.size and steps < 3 * self.size:

@@ -21,7 +21,18 @@ from ..model.tables import NUMBERS, SHAPES
 from . import errors_backward  # noqa: F401  (declares the moves of backward passes)
 from .error_move import DECLARED, ErrorMove, error_move
 
-WEIGHT = 9              # of "error" in the statement draw (order.DRAW_ORDER)
+WEIGHT = 9              # of "error" in the statement draw (order.DRAW_ORDER) ...
+REWEIGHTED = ((3, 20),)     # ... and (vocabulary, weight from it on): each move in 6% or
+#                             more of programs (tests/generator_stats.py)
+
+
+def weight(vocabulary: int) -> int:
+    """The weight of "error" in the statement draw of a generator vocabulary."""
+    w = WEIGHT
+    for since, later in REWEIGHTED:
+        if vocabulary >= since:
+            w = later
+    return w
 ERROR_ORDER = (
     "LEAF_INPLACE", "VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAPH_FREED",
     "IMPLICIT_GRAD_NONSCALAR", "NO_GRAD_FN", "RETAIN_GRAD_NO_REQUIRES_GRAD",

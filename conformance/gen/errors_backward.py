@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import model
 from ..kinds import of
-from ..lang.ops import ROWS
+from ..lang.ops import ROWS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Stmt
 from ..model import T
 from ..model.tables import SHAPES
@@ -22,14 +22,49 @@ _VERSION_RECIPES = {True: (("saved output", 1), ("saved input", 1), ("saved leaf
 def _modify_saved(g: Any, target: T) -> None:
     """Write target in place after an op saved it: under no_grad for a leaf."""
     if target.leaf:
-        stmt = Stmt("mode", params={"mode": "no_grad"})
-        stmt.body.append(Stmt("inplace", target=target.name, args=[1.0],
-                              params={"fn": "add_", "kw": {}},
-                              clauses=g.tags(["INPLACE-4", "VER-2"])))
-        g.emit(stmt, ["MODE-1", "MODE-4"])
-        target.storage.version += 1
+        write_under_no_grad(g, target)
     else:
         of("inplace").draw(g, target, "mul_" if target.shape else "add_")
+
+
+def write_under_no_grad(g: Any, target: T) -> None:
+    """Emit `with no_grad: target.add_(1.0)` (a leaf that requires grad may be written so)."""
+    stmt = Stmt("mode", params={"mode": "no_grad"})
+    stmt.body.append(Stmt("inplace", target=target.name, args=[1.0],
+                          params={"fn": "add_", "kw": {}},
+                          clauses=g.tags(["INPLACE-4", "VER-2"])))
+    g.emit(stmt, ["MODE-1", "MODE-4"])
+    target.storage.version += 1
+
+
+# vocabulary 3: how the saved tensor is written (its own name, an alias from detach(), a view)
+_WRITE_ROUTES = (("itself", 2), ("through detach()", 1), ("through a view", 1))
+
+
+def _saving_op(g: Any, saves: frozenset[str], fallback: list[str]) -> tuple[str, dict]:
+    """An op that saves what `saves` names, with its settings: from vocabulary 3 any op of the
+    table's that does (relu and sqrt too), before it one of `fallback`."""
+    if g.vocabulary < 3:
+        fn = g.choice("fn", fallback)
+        return fn, {"exponent": 2} if "exponent" in ROWS[fn].kw else {}
+    fn = g.choice("fn", [f for f, _ in g.call_fns if f in saves])
+    return fn, of("call")._draw_settings(g, ROWS[fn])
+
+
+def _write_saved(g: Any, target: T) -> None:
+    """Write the saved tensor `target` in place, by a route the vocabulary draws."""
+    route = g.weighted("write route", _WRITE_ROUTES) if g.vocabulary >= 3 else "itself"
+    if route == "through detach()":
+        alias = g.draw_on("detach", target)
+        if alias is not None and g.inplace_ok(alias):
+            of("inplace").draw(g, alias, "mul_" if alias.shape else "add_")
+            return
+    if route == "through a view" and g.has("views") and not target.leaf and target.ndim:
+        view = g.draw_on("getitem", target)
+        if view is not None and g.inplace_ok(view):
+            of("inplace").draw(g, view, "mul_")
+            return
+    _modify_saved(g, target)
 
 
 @error_move("VERSION_MISMATCH", clause="VER-7", needs=("inplace", "version_counter"),
@@ -41,23 +76,27 @@ def version_mismatch(g: Any) -> bool:
     if recipe == "saved input" and a.leaf:
         a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
     if recipe == "saved output":
-        y = g.call1(a, g.choice("fn", ["exp", "tanh", "sigmoid"]), [], {}, ["VER-10"])
+        fn, kw = _saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])
+        y = g.call1(a, fn, [], kw, ["VER-10"])
         target = y
     else:
-        fn = g.choice("fn", ["sin", "cos", "pow"])
-        y = g.call1(a, fn, [], {"exponent": 2} if "exponent" in ROWS[fn].kw else {}, ["VER-9"])
+        fn, kw = _saving_op(g, SAVES_INPUT, ["sin", "cos", "pow"])
+        y = g.call1(a, fn, [], kw, ["VER-9"])
         target = a
-    _modify_saved(g, target)
+    _write_saved(g, target)
     root = y if not y.shape else g.sum_of(y)
     leaves = [u for u in g.live(lambda u: u.leaf and u.rg and u.node is not None)
               if u.node in model.reach([root.node])]
-    if g.has("autograd_grad") and leaves and g.boolean("via autograd.grad", 30):
+    if g.has("autograd_grad") and leaves and g.boolean(
+            "via autograd.grad", 30 if g.vocabulary < 3 else 55):
         g.emit(Stmt("grad", params={
             "outputs": [root.name], "inputs": [leaves[0].name], "grad_outputs": None,
             "retain_graph": None, "allow_unused": False, "outs": [g.fresh("g")]}),
             ["API-6", "VER-7", "VER-15"], "VERSION_MISMATCH")
         return True
-    return g.emit_backward(root, [], retain=None, inputs=[], kind="VERSION_MISMATCH")
+    inputs = [leaves[0]] if g.vocabulary >= 3 and leaves and g.has("backward_inputs") \
+        and g.boolean("through inputs=", 25) else []
+    return g.emit_backward(root, [], retain=None, inputs=inputs, kind="VERSION_MISMATCH")
 
 
 @error_move("GRAPH_FREED", clause="FREE-1", needs=("retain_graph",), natural="retain_graph")

@@ -2,6 +2,7 @@
 
 Each step of the loop (core.py) draws one entry of DRAW_ORDER by weight: "skip" is option 0
 (weight 0) so that shrinking can drop a step; "error" is a deliberate error move (errors.py);
+"focus" (from generator vocabulary 3) a focus move (focus.py);
 every other entry is a statement kind (conformance/kinds/), drawn with its `weight` where the
 capabilities cover its `caps`, in the order of the kinds' explicit tuple (kinds/registry.py,
 ORDER), never import order.
@@ -14,9 +15,9 @@ from typing import Any
 
 from ..kinds import KINDS, ORDER
 from ..spec.reader import load_spec
-from . import errors
+from . import errors, focus
 
-DRAW_ORDER = ("skip", *ORDER, "error")
+DRAW_ORDER = ("skip", *ORDER, "error", "focus")
 
 
 @functools.cache
@@ -43,7 +44,10 @@ def statement_draw(caps: frozenset[str], deep: bool, vocabulary: int = 1
             table.append((name, 0))
         elif name == "error":
             if not deep:
-                table.append((name, errors.WEIGHT))
+                table.append((name, errors.weight(vocabulary)))
+        elif name == "focus":
+            if not deep:
+                table.append((name, focus.weight(vocabulary)))
         else:
             k = KINDS[name]
             if caps.issuperset(k.caps) and not (deep and k.block):
@@ -57,4 +61,5 @@ def draw_functions() -> dict[str, Callable[[Any], bool]]:
     fns: dict[str, Callable[[Any], bool]] = {n: KINDS[n].draw for n in DRAW_ORDER
                                             if n in KINDS}
     fns["error"] = errors.draw_error
+    fns["focus"] = focus.draw_focus
     return fns

@@ -27,7 +27,7 @@ def _widest(g, cands: list[T]) -> list[T]:
     return [u for u, n in zip(cands, counts, strict=True) if n >= least]
 
 
-def _joined(g, t: T) -> T:
+def joined(g, t: T) -> T:
     """Vocabulary 3: a root whose graph reaches fewer than two leaves (sometimes three) is
     mostly first joined with other graphs (binary ops with tensors reaching other leaves),
     as long as that raises nothing new."""
@@ -100,7 +100,7 @@ class Backward(Kind):
             ok = valid
         if not ok:
             return False
-        t = _joined(g, g.choice("backward of", _widest(g, ok)))
+        t = joined(g, g.choice("backward of", _widest(g, ok)))
         if not t.shape:
             return g.emit_backward(t, [])
         if not g.grad_enabled or g.boolean("give gradient", 50):
@@ -252,7 +252,7 @@ class Grad(Kind):
         ok = [u for u in cands if g.ok_kind(predict(reach([u.node])))]
         if not ok:
             return False
-        t = _joined(g, g.choice("grad of", _widest(g, ok)))
+        t = joined(g, g.choice("grad of", _widest(g, ok)))
         nodes = reach([t.node])
         grad_outputs = None
         if bad == "GRAD_OUTPUT_SHAPE":

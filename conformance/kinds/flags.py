@@ -44,6 +44,7 @@ class RequiresGrad(Kind):
 class RetainGrad(Kind):
     name = "retain_grad"
     weight = 4
+    reweighted = ((3, 8),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = "target.retain_grad()"
     caps = ("retain_grad",)
 
@@ -91,11 +92,12 @@ class SetGrad(Kind):
         value = source.arg(s.args[0]) if s.args and s.args[0] is not None else None
         return [f"{s.target}.grad = {value}"]
 
-    def draw(self, g):
+    def draw(self, g, none=None):
+        """Draw a .grad assignment; `none` fixes whether None is assigned."""
         t = g.pick("set .grad of", lambda u: u.leaf and u.rg and u.is_float)
         if t is None:
             return False
-        if g.boolean("grad None", 30):
+        if none if none is not None else g.boolean("grad None", 30):
             t.has_grad = False
             g.emit(Stmt("set_grad", target=t.name, args=[None]), ["LEAF-14"])
             return True

@@ -66,6 +66,7 @@ class Hook(Kind):
     param_keys = ("behaviour", "label", "factor")
     binds_handle = True
     weight = 6
+    reweighted = ((3, 12),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
            "None), 'scale' (log, return grad * params.factor), 'wrong_shape' (log, return a "
            "tensor of another shape); params.label names the hook in the log")
@@ -219,11 +220,12 @@ class Remove(Kind):
     def render(self, s, path):
         return [f"{s.target}.remove()"]
 
-    def draw(self, g):
+    def draw(self, g, name=None):
+        """Draw a handle's removal; `name` fixes the handle."""
         names = list(g.handles)
         if not names:
             return False
-        name = g.choice("remove", names)
+        name = name or g.choice("remove", names)
         node, post = g.handles.pop(name)
         if post:
             node.post_hooks.remove(name)

@@ -24,6 +24,7 @@ class Mode(Kind):
     name = "mode"
     param_keys = ("mode", "enabled", "decorator")
     weight = 4
+    reweighted = ((3, 6),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("with <params.mode>: body, or with params.decorator true: body as a function "
            "decorated by <params.mode>, called at once. params: mode ('no_grad'|"
            "'enable_grad'|'set_grad_enabled'), enabled (bool, set_grad_enabled only), "
@@ -65,11 +66,12 @@ class Mode(Kind):
             lines.append(f"{block_name(path)}()")
         return lines
 
-    def draw(self, g):
-        """Draw a grad-mode block of one to three steps (none inside a block two deep)."""
+    def draw(self, g, mode=None, body=None):
+        """Draw a grad-mode block of one to three steps (none inside a block two deep);
+        `mode` fixes the mode, `body(g)` draws the body instead of the steps."""
         if g.depth >= 2:
             return False
-        mode = g.weighted("grad mode", GRAD_MODES)
+        mode = mode or g.weighted("grad mode", GRAD_MODES)
         params: dict[str, Any] = {"mode": mode}
         enabled = mode == "enable_grad"
         if mode == "set_grad_enabled":
@@ -89,8 +91,11 @@ class Mode(Kind):
         saved_out, saved_mode = g.out, g.grad_enabled
         g.out, g.grad_enabled = stmt.body, enabled
         g.depth += 1
-        for _ in range(g.integer("block length", 1, 3)):
-            g.step(in_block=True)
+        if body is not None:
+            body(g)
+        else:
+            for _ in range(g.integer("block length", 1, 3)):
+                g.step(in_block=True)
         g.depth -= 1
         g.out, g.grad_enabled = saved_out, saved_mode
         if stmt.body:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lang.program import Stmt
-from ..lang.validate import CLAUSE_ID
 from ..lang.trace import plain
+from ..lang.validate import CLAUSE_ID
 from ..model import observe_clauses
 from ..model.tables import OBSERVE_WHAT
 from . import fields
@@ -65,6 +65,7 @@ class Observe(Kind):
     name = "observe"
     param_keys = ("what",)
     weight = 20
+    reweighted = ((3, 8),)      # the end-of-program sweep observes the final state
     doc = "record params.what of target: OBSERVABLES"
     valued = True
 
@@ -117,8 +118,8 @@ class Observe(Kind):
         return tuple(opts)
 
 
-# what a sweep looks at, in this order (value carries the dtype and the nesting of the shape)
-SWEPT = ("value", "grad", "is_leaf", "requires_grad", "grad_fn", "version", "retains_grad")
+# what a sweep looks at: every observable, in the language's order
+SWEPT = tuple(TABLE)
 
 
 @kind

@@ -48,6 +48,7 @@ class Kind:
     caps: ClassVar[tuple[str, ...]] = ("core",)
     weight: ClassVar[int] = 0           # draw weight (conformance/gen/) ...
     since: ClassVar[int] = 1            # ... from this generator vocabulary on (0 before)
+    reweighted: ClassVar[tuple[tuple[int, int], ...]] = ()  # (vocabulary, weight from it on)
     valued: ClassVar[bool] = False      # its Event records a value (observe, grad, ...)
     sweeps: ClassVar[bool] = False      # ... one per tensor it observes, judged one by one
     block: ClassVar[bool] = False       # it has a body of statements (grad-mode blocks)
@@ -141,7 +142,13 @@ class Kind:
     def draw_weight(self, vocabulary: int) -> int:
         """How often generator vocabulary `vocabulary` draws this kind (a new kind is 0 in
         older vocabularies, so that their programs stay as they were)."""
-        return self.weight if vocabulary >= self.since else 0
+        if vocabulary < self.since:
+            return 0
+        weight = self.weight
+        for since, w in self.reweighted:
+            if vocabulary >= since:
+                weight = w
+        return weight
 
 
 # The registry is the program language's table of kinds (conformance/lang/program.py reads

@@ -127,9 +127,18 @@ class Call(Kind):
             return None
         return g.tensors[g.out[-1].out] if len(g.out) > before else None
 
+    def emit(self, g, fn: str, a: T) -> bool:
+        """Emit fn with a as its first operand (the other operands drawn)."""
+        return self._emit(g, fn, a, ops.ROWS[fn].family)
+
+    def twice(self, g, a: T, fn: str = "mul") -> T:
+        """Emit fn(a, a): one tensor used twice by one op (GRAPH-9); the tensor it makes."""
+        self._emit(g, fn, a, "same")
+        return g.tensors[g.out[-1].out]
+
     def _emit(self, g, fn, a, family) -> bool:
-        if family in ("binary", "join"):
-            drawn = self._draw_binary(g, fn, a, join=family == "join")
+        if family in ("binary", "join", "same"):
+            drawn = self._draw_binary(g, fn, a, join=family == "join", same=family == "same")
         elif family == "linalg":
             drawn = self._draw_matmul(g, a)
         elif family == "reduce":
@@ -155,7 +164,9 @@ class Call(Kind):
 
     # The operands of a drawn call, per family: (args, inputs, saved storages, shape, dtype,
     # kw, clauses), or None when nothing fits.
-    def _draw_binary(self, g, fn, a, join=False):
+    def _draw_binary(self, g, fn, a, join=False, same=False):
+        if same:
+            return self._binary(fn, a, a)
         if not join and g.boolean("number operand", 30 if g.vocabulary < 3 else 15):
             num = g.choice("number", NUMBERS)
             args = [num, a.name] if fn in ("sub", "div") and g.boolean(
@@ -163,11 +174,18 @@ class Call(Kind):
             return args, [a], [], a.shape, a.dtype, {}, ["GRAPH-6"]
         b = self._joining(g, a, lambda shape, dtype: broadcast(a.shape, shape) is not None,
                           join) if g.vocabulary >= 3 or join else None
+        if b is None and not join and g.vocabulary >= 3 and g.boolean("same operand", 40):
+            b = a
         if join and b is None:
             return None
         b = b or g.pick("other operand",
                         lambda t: t.is_float and broadcast(a.shape, t.shape) is not None)
         assert b is not None       # a itself always fits
+        return self._binary(fn, a, b)
+
+    @staticmethod
+    def _binary(fn, a, b):
+        """The drawn operands of the binary op fn(a, b) (see the families' note above)."""
         shape = broadcast(a.shape, b.shape) or ()
         cl, saved = [], []
         if b is a:
@@ -318,6 +336,7 @@ class Getitem(Kind):
 class Detach(Kind):
     name = "detach"
     weight = 3
+    reweighted = ((3, 5),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = "out = target.detach()"
     aliases = shares_version = True
 

@@ -11,5 +11,6 @@ from .shapes import broadcast, copy_kw, index_shape, matmul_shape, numel, view_o
 from .tensors import Node, Storage, T
 
 __all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
-           "broadcast", "copy_kw", "index_shape", "inplace_ok", "joins", "leaf_rg_view", "leaves_reached", "matmul_shape",
+           "broadcast", "copy_kw", "index_shape", "inplace_ok", "joins", "leaf_rg_view",
+           "leaves_reached", "matmul_shape",
            "needed", "numel", "observe_clauses", "predict", "reach", "view_options"]

@@ -1,0 +1,299 @@
+"""Focus moves: combinations too rare to leave to the statement draw.
+
+From generator vocabulary 3 the statement draw has a "focus" entry (order.py) of WEIGHT: a
+focus move, drawn by weight from the table below, is a deliberate error move (errors.py) or
+one of the scenarios below: a few statements that build what one behaviour
+needs (a hooked tensor used twice, hooks on two tensors of one pass, an in-place op on a
+hooked or retained tensor, a retained tensor reached twice, a write through a detached alias or
+a view of a non-leaf, two in-place ops in a row, a hook removed that is not the newest and
+another registered), so that every clause with a recipe is in 20 programs of 300 or more in
+every profile (tests/conformance/test_generator_stats.py). Each scenario draws its statements
+through the statement kinds' own draws (`Gen.on` points their pick at the tensor at hand), so a
+kind's model updates and clause tags have one home.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..kinds import KINDS
+from ..kinds.backward import joined
+from ..model import T, predict, reach
+from . import errors, errors_backward
+
+# the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
+# a third of the steps (tests/generator_stats.py: programs per clause)
+REWEIGHTED = ((3, 60),)
+
+
+def weight(vocabulary: int) -> int:
+    """The weight of "focus" in the statement draw of a generator vocabulary."""
+    w = 0
+    for since, later in REWEIGHTED:
+        if vocabulary >= since:
+            w = later
+    return w
+Scenario = Callable[[Any], bool]
+SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
+
+
+def scenario(name: str, needs: tuple[str, ...] = (), weight: int = 1
+             ) -> Callable[[Scenario], Scenario]:
+    """Declare a scenario: its name, the capabilities it needs and its weight in the focus
+    table (2 for those whose clauses the measure found rarer: tests/generator_stats.py)."""
+    def declare(fn: Scenario) -> Scenario:
+        SCENARIOS[name] = (needs, weight, fn)
+        return fn
+    return declare
+
+
+def _nonleaf(g: Any, dims: bool = False) -> T:
+    """A fresh non-leaf that requires grad: 2 * (a tensor that requires grad); with `dims`,
+    not 0-d."""
+    a = g.rg_tensor("focus input", (lambda u: u.ndim >= 1) if dims else None)
+    if dims and not a.ndim:
+        a = g.make_leaf(shape=(2,), rg=True)
+    return g.call1(a, "mul", [2.0], {}, [])
+
+
+def _backward(g: Any, t: T, retain: Any = "draw") -> bool:
+    """A backward pass from t, mostly through a graph joined with others first; none when
+    it would raise an error the capabilities do not let a program keep (Gen.ok_kind)."""
+    t = joined(g, t)
+    if t.node is not None and not g.ok_kind(predict(reach([t.node]))):
+        return False
+    return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)
+
+
+def _draw(g: Any, kind: str, t: T, **kw: Any) -> T | None:
+    return g.draw_on(kind, t, **kw)
+
+
+@scenario("hooked tensor used twice", ("hooks",))
+def hooked_used_twice(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y)
+    return _backward(g, KINDS["call"].twice(g, y))
+
+
+@scenario("hooks on two tensors of one pass", ("hooks",), weight=2)
+def two_hooked(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y)
+    z = KINDS["call"].join(g, y) or y
+    if z is not y:
+        _draw(g, "hook", z)
+    return _backward(g, z)
+
+
+@scenario("in-place op on a hooked tensor", ("hooks", "inplace"), weight=2)
+def hooked_inplace(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y)
+    _draw(g, "inplace", y, target=y)
+    return _backward(g, y)
+
+
+@scenario("autograd.grad through a hooked tensor", ("hooks", "autograd_grad"), weight=2)
+def grad_through_hook(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y)
+    KINDS["call"].join(g, y)
+    return KINDS["grad"].draw(g)
+
+
+@scenario("retained tensor reached twice", ("retain_grad", "retain_graph"), weight=2)
+def retained_twice(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "retain_grad", y)
+    s = g.sum_of(y) if y.shape else y
+    g.emit_backward(s, [], True)
+    return g.emit_backward(s, [], None)
+
+
+@scenario("in-place op on a retained tensor", ("retain_grad", "inplace"), weight=2)
+def retained_inplace(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "retain_grad", y)
+    _draw(g, "inplace", y, target=y)
+    _backward(g, y)
+    return KINDS["observe"].draw(g, y, "grad")
+
+
+@scenario("autograd.grad with a retained tensor", ("retain_grad", "autograd_grad"), weight=2)
+def retained_autograd_grad(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "retain_grad", y)
+    KINDS["call"].join(g, y)
+    return KINDS["grad"].draw(g)
+
+
+@scenario("write through a detached alias", ("inplace",))
+def detached_write(g: Any) -> bool:
+    y = _nonleaf(g)
+    d = _draw(g, "detach", y)
+    if d is not None and g.inplace_ok(d):
+        _draw(g, "inplace", d, target=d)
+    return _backward(g, y)
+
+
+@scenario("write through a view of a non-leaf", ("views", "inplace"))
+def view_write(g: Any) -> bool:
+    y = _nonleaf(g, dims=True)
+    v = _draw(g, "getitem", y) if y.ndim else None
+    if v is not None and g.inplace_ok(v):
+        _draw(g, "inplace", v, target=v)
+    return _backward(g, y)
+
+
+@scenario("two in-place ops in a row", ("inplace",), weight=2)
+def inplace_twice(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "inplace", y, target=y)
+    if g.inplace_ok(y):
+        _draw(g, "inplace", y, target=y)
+    return _backward(g, y)
+
+
+@scenario("a hook removed that is not the newest, then another", ("hooks",))
+def hook_removed_out_of_order(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y, behaviour="record")
+    first = g.out[-1].out
+    _draw(g, "hook", y, behaviour="scale")
+    if first in g.handles:
+        KINDS["remove"].draw(g, first)
+    _draw(g, "hook", y, behaviour="record")
+    return _backward(g, y)
+
+
+@scenario("a no_grad block", ("grad_modes",))
+def no_grad_block(g: Any) -> bool:
+    return KINDS["mode"].draw(g, "no_grad")
+
+
+@scenario("leaves that require grad made under no_grad, and the mode asked", ("grad_modes",))
+def leaves_under_no_grad(g: Any) -> bool:
+    def body(g: Any) -> None:
+        g.make_leaf(rg=True)
+        KINDS["grad_enabled"].draw(g)
+    return KINDS["mode"].draw(g, "no_grad", body)
+
+
+@scenario("a node hook, then a backward pass", ("node_hooks", "grad_fn"))
+def node_hooked(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "node_hook", y)
+    return _backward(g, y)
+
+
+@scenario("an enable_grad block", ("grad_modes",))
+def enable_grad_block(g: Any) -> bool:
+    return KINDS["mode"].draw(g, "enable_grad")
+
+
+@scenario("a retained tensor with a hook", ("hooks", "retain_grad"))
+def retained_hooked(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "hook", y)
+    _draw(g, "retain_grad", y)
+    _backward(g, y)
+    return KINDS["observe"].draw(g, y, "grad")
+
+
+@scenario("matmul of graphs")
+def matmul(g: Any) -> bool:
+    a = g.rg_tensor("matmul input", lambda u: 1 <= u.ndim <= 2)
+    if a.ndim == 0 or not KINDS["call"].emit(g, "matmul", a):
+        return False
+    return _backward(g, g.tensors[g.out[-1].out])
+
+
+@scenario("a leaf written in place under no_grad", ("grad_modes", "inplace"))
+def leaf_written_under_no_grad(g: Any) -> bool:
+    t = g.rg_tensor("leaf", lambda u: u.leaf)
+    errors_backward.write_under_no_grad(g, t)
+    return _backward(g, t)
+
+
+@scenario(".grad reset to None, then another backward pass", weight=2)
+def grad_reset(g: Any) -> bool:
+    t = g.rg_tensor("leaf", lambda u: u.leaf)
+    _backward(g, t)
+    _draw(g, "set_grad", t, none=True)
+    _backward(g, t)
+    return KINDS["observe"].draw(g, t, "grad")
+
+
+@scenario("autograd.backward on two roots")
+def two_roots(g: Any) -> bool:
+    y = _nonleaf(g)
+    KINDS["call"].join(g, y)
+    _nonleaf(g)
+    return KINDS["backward_many"].draw(g)
+
+
+@scenario("setitem on a non-leaf", ("inplace",))
+def setitem_nonleaf(g: Any) -> bool:
+    y = _nonleaf(g, dims=True)
+    if y.ndim:
+        _draw(g, "setitem", y)
+    return _backward(g, y)
+
+
+@scenario("a write through .data", ("inplace",))
+def data_write(g: Any) -> bool:
+    y = _nonleaf(g)
+    d = _draw(g, "detach", y, data=True)
+    if d is not None and g.inplace_ok(d):
+        _draw(g, "inplace", d, target=d)
+        if g.has("version_counter"):
+            KINDS["observe"].draw(g, y, "version")
+    return _backward(g, y)
+
+
+@scenario("an augmented assignment", ("inplace",))
+def augmented(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "inplace", y, target=y, fn=g.choice("operator", ["iadd", "imul"]))
+    return _backward(g, y)
+
+
+@scenario("a set_grad_enabled block", ("grad_modes",))
+def set_grad_enabled_block(g: Any) -> bool:
+    return KINDS["mode"].draw(g, "set_grad_enabled")
+
+
+# error moves with two routes (two clauses, or two ways to raise) weigh three times as much
+TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")
+
+
+@functools.cache
+def focus_table(caps: frozenset[str]) -> tuple[tuple[str, int], ...]:
+    """The focus moves the capabilities allow with their weights, in a fixed order: SKIP
+    (weight 0: never drawn at random; shrinking goes there), the error moves (as
+    "error:KIND"), then the scenarios in declaration order."""
+    moves = [(SKIP, 0)] + [(f"error:{k}", 3 if k in TWO_ROUTES else 1)
+                           for k, m in errors.MOVES.items() if caps.issuperset(m.needs)]
+    return tuple(moves + [(n, w) for n, (needs, w, _) in SCENARIOS.items()
+                          if caps.issuperset(needs)])
+
+
+SKIP = "skip"
+
+
+def draw_focus(g: Any) -> bool:
+    """The "focus" entry of the statement draw: one focus move the capabilities allow."""
+    return make(g, g.weighted("focus", focus_table(g.caps)))
+
+
+def make(g: Any, move: str) -> bool:
+    """Make the focus move `move` into g (False when nothing fitted, or when grad mode is off
+    and the move builds graphs). SKIP makes nothing, and is True."""
+    if move == SKIP:
+        return True
+    if move.startswith("error:"):
+        m = errors.MOVES[move[6:]]
+        return (g.grad_enabled or m.no_grad_ok) and m.recipe(g)
+    return g.grad_enabled and SCENARIOS[move][2](g)

@@ -1,0 +1,74 @@
+"""The backward passes a program being drawn emits: their clauses, what they do to the model
+(freed nodes, written grads) and the draw of their settings. A mixin of core.Gen (the Gen's
+model, chooser and emit are what these methods use)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import model
+from ..lang.program import Stmt
+from ..model import Node, T
+from ..model.tables import RETAIN_GRAPH
+from . import errors
+
+
+class BackwardPasses:
+    """Gen's backward passes (the attributes are core.Gen's)."""
+
+    caps: frozenset[str]
+    handles: dict[str, tuple[Node, bool]]
+    vocabulary: int
+
+    def backward_clauses(self, nodes: list[Node], kind: str | None) -> list[str]:
+        # a node has tensor hooks exactly when a handle that is no post hook names it
+        hooked = [n for n, post in self.handles.values() if not post]
+        return model.backward_clauses(self.live(), nodes, kind, hooked)
+
+    def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None):
+        model.after_backward(self.live(), nodes, retain, inputs)
+
+    def draw_retain(self) -> bool | None:
+        if "retain_graph" not in self.caps:
+            return None
+        return self.weighted("retain_graph", RETAIN_GRAPH)
+
+    def emit_backward(self, root: T, gradient: list[Any], retain: Any = "draw",
+                      inputs: list[T] | None = None, kind: str | None = None) -> bool:
+        """Emit root.backward(...) and update the model; `kind` is the deliberate error it
+        raises (its clause is added), else the model predicts what it raises."""
+        nodes = model.reach([root.node])
+        predicted = model.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
+        retain = self.draw_retain() if retain == "draw" else retain
+        if inputs is None and "backward_inputs" in self.caps and self.boolean(
+                "backward inputs", 20):
+            leaves = [u for u in self.live(lambda u: u.leaf and u.rg and u.node is not None)
+                      if u.node in nodes]
+            if leaves:
+                inputs = [self.choice("input", leaves)]
+                if self.vocabulary >= 3 and len(leaves) > 1 and self.boolean("second input", 50):
+                    other = self.choice("input 2", leaves)
+                    if other is not inputs[0]:
+                        inputs.append(other)
+        params: dict[str, Any] = {"retain_graph": retain}
+        if inputs:
+            params["inputs"] = [u.name for u in inputs]
+            nodes = model.needed([root.node], inputs)
+            predicted = model.predict(nodes) if predicted != "NO_GRAD_FN" else predicted
+        cl = self.backward_clauses(nodes, predicted)
+        cl += ["FREE-2"] if retain else ["FREE-1"]
+        if retain is None:
+            cl.append("FREE-7")
+        if gradient:
+            cl.append("API-2")
+        if root.leaf:
+            cl.append("API-5")
+        if inputs:
+            cl.append("API-11")
+        if kind:
+            cl.append(errors.ERROR_CLAUSE[kind])
+        self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
+                  kind or predicted)
+        if predicted is None and kind is None:
+            self.after_backward(nodes, retain, inputs or None)
+        return True
+
