@@ -166,3 +166,10 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def vocabulary_2(seed: int, capabilities, size: int) -> Program:
+    """A program source for `gradspec run --source tests.generator_stats:vocabulary_2`: the
+    programs of generator vocabulary 2 (before graphs were joined on purpose, focus moves and
+    the closing sweep), to measure what vocabulary 3 catches that it did not."""
+    return program_for_seed(seed, capabilities, size, vocabulary=2)
