@@ -225,18 +225,29 @@ class Gen(BackwardPasses):
         t.contiguous = a.contiguous and not noncontig and not t.expanded
         return t
 
-    def draw_index(self, a: T) -> list[Any]:
-        """An index into a (INDEX encoding): one or two ints or slices."""
+    def draw_index(self, a: T, wide: bool = False) -> list[Any]:
+        """An index into a (INDEX encoding): one or two ints or slices. `wide` slices may
+        also start from the end, stop past it or before it, and step by 3 (never empty)."""
         index: list[Any] = []
         for d in range(self.integer("index dims", 1, min(2, a.ndim))):
             n = a.shape[d]
             if self.boolean("index is int", 50):
                 index.append(self.integer("index", -n, n - 1))
+            elif wide:
+                index.append({"slice": self._wide_slice(n)})
             else:
                 start = self.integer("slice start", 0, n - 1)
                 step = self.choice("slice step", [None, 2])
                 index.append({"slice": [start, None, step]})
         return index
+
+    def _wide_slice(self, n: int) -> list[Any]:
+        start = self.choice("slice start", [None, *range(-n, n)])
+        stop = self.choice("slice stop", [None, n + 2, -1, *range(1, n + 1)])
+        step = self.choice("slice step", [None, 2, 3])
+        if not range(n)[slice(start, stop, step)]:     # empty: from the start to the end
+            start, stop = None, None
+        return [start, stop, step]
 
     def inplace_ok(self, t: T) -> bool:
         return model.inplace_ok(t, self.grad_enabled)

@@ -324,7 +324,7 @@ class Getitem(Kind):
         a = g.pick("index into", lambda t: t.is_float and t.ndim >= 1)
         if a is None:
             return False
-        index = g.draw_index(a)
+        index = g.draw_index(a, wide=g.vocabulary >= 3)
         noncontig = any(isinstance(i, dict) and i["slice"][2] for i in index) or len(index) > 1
         t = g.add_view(a, index_shape(a.shape, index), noncontig, False)
         g.emit(Stmt("getitem", out=t.name, target=a.name, params={"index": index}),

@@ -131,7 +131,8 @@ def alias(a):                               # AliasBackward0: x[...]
 
 def getitem(a, key, for_setitem=False):
     """Basic indexing, one view node per index element as torch records them: ints select,
-    slices slice (a full slice is skipped unless it is the whole key of a getitem), None
+    slices slice (a slice written as the whole dim is skipped unless it is the whole key of a
+    getitem: _skipped), None
     unsqueezes, and a key that selects nothing gives an alias (a itself for setitem)."""
     if isinstance(key, Tensor):
         raise NotImplementedError("refimpl: indexing with tensors is out of scope")
@@ -157,10 +158,17 @@ def getitem(a, key, for_setitem=False):
             start, stop, step = k.indices(size)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            if whole_slice or (start, stop, step) != (0, size, 1):
+            if whole_slice or not _skipped(k, size):
                 out, did = _slice(out, dim, k), True
             dim += 1
     return out if did or for_setitem else alias(a)
+
+
+def _skipped(k, size):
+    """Whether torch records no node for slice k of a dim of `size` in a subscript of several
+    items: as written, start None or 0, step None or 1, stop None or at least the size (torch
+    2.13 looks at the values as written: `-3:` of a size-3 dim is a SliceBackward0)."""
+    return k.start in (None, 0) and k.step in (None, 1) and (k.stop is None or k.stop >= size)
 
 
 def _select(a, dim, i):                     # SelectBackward0

@@ -212,3 +212,29 @@ def test_view_results_scatter_back_to_base(differential):
         plain = torch.ones(2, 3)
         log("view of plain tensor", [plain.t().grad_fn is None, plain[0].is_leaf])
     differential(prog)
+
+
+@pytest.mark.clause("GRAPH-10")
+def test_subscripts_of_several_items_record_a_node_per_slice_written_short_of_the_dim(
+        differential):
+    """torch 2.13 skips a slice of a subscript of several items (or of a 1-tuple) when it is
+    written as the whole dim: start None or 0, step None or 1, stop None or past the end; a
+    slice written otherwise (`-3:` of a size-3 dim) records SliceBackward0 even though it
+    takes the whole dim, and a subscript left with nothing records AliasBackward0."""
+    def prog(torch, log):
+        for shape in ((3, 2), (1, 3), (2, 2)):
+            a = torch.ones(*shape, requires_grad=True)
+            n = shape[0]
+            keys = {"(0:n+2,)": (slice(0, n + 2),), "(::1,)": (slice(None, None, 1),),
+                    "(0::2,)": (slice(0, None, 2),), "(-n:,)": (slice(-n, None),),
+                    "(:n,)": (slice(None, n),), "(:1,)": (slice(None, 1),),
+                    "-n:n+2, 0:2": (slice(-n, n + 2), slice(0, 2)),
+                    "0:, :": (slice(0, None), slice(None)), ":, 0": (slice(None), 0),
+                    "-1:3, 1:3:3": (slice(-1, 3), slice(1, 3, 3)), "0:": slice(0, None)}
+            for label, key in keys.items():
+                v = a[key]
+                log(f"{shape} a[{label}]", [v.grad_fn.name(), names(v.grad_fn)])
+                a.grad = None
+                (v * v).sum().backward()
+                log(f"{shape} a[{label}] base.grad", a.grad)
+    differential(prog)
