@@ -10,7 +10,9 @@ derandomized pytest profile draws (Hypothesis, conformance/pytest_plugin.py). Re
   reaches: measured by running the program on torch and walking the graph from the roots'
   grad_fn to the AccumulateGrad nodes, so that the figure does not trust the generator's own
   model of its graphs;
-- per clause, how many programs exercise it (the clauses the statements are tagged with).
+- per clause, how many programs exercise it (the clauses the statements are tagged with);
+- per error kind and clause, how many programs have a statement with that clause on which
+  torch raised that kind.
 
 tests/conformance/test_generator_stats.py asserts the targets on these figures.
 """
@@ -83,6 +85,7 @@ class Stats:
     observations: int = 0
     reached: Counter = field(default_factory=Counter)     # leaves reached -> statements
     clause_programs: Counter = field(default_factory=Counter)
+    raised: Counter = field(default_factory=Counter)    # (error kind, clause) -> programs
 
     def add(self, program: Program, engine: Counting) -> None:
         self.programs += 1
@@ -91,8 +94,11 @@ class Stats:
             self.backward_like += s.op in BACKWARD_LIKE
             self.observations += s.op in ("observe", "sweep")
         engine.reached.clear()
-        execute(program, engine)
+        trace = execute(program, engine)
         self.reached.update(engine.reached)
+        stmts = dict(program.walk())
+        self.raised.update({(ev.error, c) for ev in trace.events if ev.status == "error"
+                            for c in stmts[ev.path].clauses})
         self.clause_programs.update(program.clauses())
 
     def share_reaching(self, at_least: int) -> float:
@@ -109,7 +115,8 @@ class Stats:
                 "reaching_2_or_more": round(self.share_reaching(2), 3),
                 "reaching_3_or_more": round(self.share_reaching(3), 3),
                 "leaves_reached": dict(sorted(self.reached.items())),
-                "clause_programs": dict(sorted(self.clause_programs.items()))}
+                "clause_programs": dict(sorted(self.clause_programs.items())),
+                "raised_programs": {f"{k} {c}": n for (k, c), n in sorted(self.raised.items())}}
 
 
 def run_profile_programs(count: int, size: int, seed: int = 0) -> list[Program]:
@@ -157,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             f.write(out + "\n")
-    summary = {k: v for k, v in figures.items() if k not in ("clause_programs",)}
+    summary = {k: v for k, v in figures.items() if k not in ("clause_programs",
+                                                              "raised_programs")}
     print(json.dumps(summary, indent=1))
     low = {c: n for c, n in figures["clause_programs"].items() if n < 20}
     print(f"clauses exercised by fewer than 20 programs: {len(low)} {low}", file=sys.stderr)

