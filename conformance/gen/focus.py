@@ -19,6 +19,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..kinds.backward import joined
+from ..lang.ops import INPLACE_SAVES_OUTPUT
 from ..model import T, predict, reach
 from . import errors, errors_backward
 
@@ -257,6 +258,21 @@ def data_write(g: Any) -> bool:
 def augmented(g: Any) -> bool:
     y = _nonleaf(g)
     _draw(g, "inplace", y, target=y, fn=g.choice("operator", ["iadd", "imul"]))
+    return _backward(g, y)
+
+
+@scenario("an in-place op that saves its output, then backward", ("inplace",))
+def inplace_saving_output(g: Any) -> bool:
+    y = _nonleaf(g)
+    fns = [f for f, _ in g.inplace_fns if f in INPLACE_SAVES_OUTPUT]
+    _draw(g, "inplace", y, target=y, fn=g.choice("in-place fn", fns))
+    return _backward(g, y)
+
+
+@scenario("a non-leaf overwritten (zero_, fill_, copy_), then backward", ("inplace",))
+def overwritten(g: Any) -> bool:
+    y = _nonleaf(g)
+    _draw(g, "inplace", y, target=y, fn=g.choice("overwrite", ["zero_", "fill_", "copy_"]))
     return _backward(g, y)
 
 
