@@ -287,7 +287,7 @@ class View(Kind):
         a = g.pick("view of", lambda t: t.is_float)
         if a is None:
             return False
-        fn, kw, shape = g.choice("view", view_options(a))
+        fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3))
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1

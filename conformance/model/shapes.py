@@ -55,10 +55,30 @@ def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
 ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
 
 
-def view_options(a: T) -> tuple[ViewOption, ...]:
-    """(fn, kw, result shape) of every view of a the generator draws from, in draw order.
-    The options are shared between calls: copy the kw of the one you use (copy_kw)."""
-    return _view_options(a.shape, a.contiguous)
+def view_options(a: T, inferred: bool = False) -> tuple[ViewOption, ...]:
+    """(fn, kw, result shape) of every view of a the generator draws from, in draw order;
+    `inferred` adds the forms with a size of -1 (reshape and view infer it, expand keeps the
+    dim). The options are shared between calls: copy the kw of the one you use (copy_kw)."""
+    opts = _view_options(a.shape, a.contiguous)
+    return opts + _inferred(a.shape, a.contiguous) if inferred else opts
+
+
+@functools.cache
+def _inferred(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ...]:
+    opts: list[ViewOption] = []
+    size = numel(shape)
+    for s in _VIEW_SHAPES:
+        if s != shape and numel(s) == size and s:
+            sizes = [-1, *s[1:]]
+            opts.append(("reshape", {"shape": sizes}, s))
+            if contiguous:
+                opts.append(("view", {"shape": sizes}, s))
+    if 1 in shape:
+        opts.append(("expand", {"size": [3 if x == 1 else -1 for x in shape]},
+                     tuple(3 if x == 1 else x for x in shape)))
+    elif shape and len(shape) < 2:
+        opts.append(("expand", {"size": [2, -1]}, (2, *shape)))
+    return tuple(opts)
 
 
 def copy_kw(kw: dict[str, Any]) -> dict[str, Any]:
