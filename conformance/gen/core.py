@@ -227,7 +227,8 @@ class Gen(BackwardPasses):
 
     def draw_index(self, a: T, wide: bool = False) -> list[Any]:
         """An index into a (INDEX encoding): one or two ints or slices. `wide` slices may
-        also start from the end, stop past it or before it, and step by 3 (never empty)."""
+        also start from the end, stop past it or before it, and step by 3 (never empty), and
+        a `...` or a None may stand among them."""
         index: list[Any] = []
         for d in range(self.integer("index dims", 1, min(2, a.ndim))):
             n = a.shape[d]
@@ -239,6 +240,13 @@ class Gen(BackwardPasses):
                 start = self.integer("slice start", 0, n - 1)
                 step = self.choice("slice step", [None, 2])
                 index.append({"slice": [start, None, step]})
+        if wide and self.boolean("ellipsis or None", 25):
+            # None takes no dim, so it may go anywhere; "..." goes last, where the items
+            # before it keep the dims they were drawn for
+            if self.boolean("None", 50):
+                index.insert(self.integer("at", 0, len(index)), None)
+            else:
+                index.append("...")
         return index
 
     def _wide_slice(self, n: int) -> list[Any]:

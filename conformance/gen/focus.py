@@ -269,10 +269,12 @@ def inplace_saving_output(g: Any) -> bool:
     return _backward(g, y)
 
 
-@scenario("a non-leaf overwritten (zero_, fill_, copy_), then backward", ("inplace",))
+@scenario("a non-leaf overwritten (fill_, copy_), then backward", ("inplace",))
 def overwritten(g: Any) -> bool:
+    # not zero_: zeros would reach the kinks of relu, abs, sqrt and pow, whose derivatives
+    # the spec does not fix yet (the grid of leaf values avoids them too: model/tables.py)
     y = _nonleaf(g)
-    _draw(g, "inplace", y, target=y, fn=g.choice("overwrite", ["zero_", "fill_", "copy_"]))
+    _draw(g, "inplace", y, target=y, fn=g.choice("overwrite", ["fill_", "copy_"]))
     return _backward(g, y)
 
 

@@ -39,14 +39,20 @@ def check_op(s: Any, path: str, kind: str) -> ops.Op:
 
 
 def check_index(s: Any, path: str) -> None:
-    """params.index is an INDEX encoding (conformance/lang/program.py)."""
-    for i, item in enumerate(fields.param(s, path, "index", (list,))):
+    """params.index is an INDEX encoding (conformance/lang/program.py), with one "..." at
+    most."""
+    items = fields.param(s, path, "index", (list,))
+    for i, item in enumerate(items):
         bounds = item.get("slice") if isinstance(item, dict) and len(item) == 1 else None
-        ok = fields.is_number(item) and isinstance(item, int) or (
+        ok = item is None or (isinstance(item, str) and item == ops.ELLIPSIS) or (
+            fields.is_number(item) and isinstance(item, int)) or (
             isinstance(bounds, list) and len(bounds) == 3 and all(
                 b is None or (fields.is_number(b) and isinstance(b, int)) for b in bounds))
         if not ok:
-            fields.fail(path, f"params.index[{i}]", f"must be an int or a slice, got {item!r}")
+            fields.fail(path, f"params.index[{i}]",
+                        f'must be an int, a slice, "..." or null, got {item!r}')
+    if sum(1 for item in items if isinstance(item, str)) > 1:
+        fields.fail(path, "params.index", 'at most one "..."')
 
 
 @kind

@@ -275,10 +275,14 @@ def source(row: Op, sources: Sequence[str], kw: dict[str, Any]) -> str:
     return f"{sources[0]}.{row.method}({', '.join(parts)})"
 
 
-# ---- the INDEX encoding: a list of ints and {"slice": [start, stop, step]} -----------------
+# ---- the INDEX encoding: a list of ints, {"slice": [start, stop, step]}, "..." and null -----
+ELLIPSIS = "..."        # the item for `...`; null is `None` (a new dim of size 1)
+
+
 def index_value(items: Sequence[Any]) -> tuple[Any, ...]:
-    """INDEX encoding -> a Python index: a tuple of ints and slices."""
-    return tuple(slice(*i["slice"]) if isinstance(i, dict) else i for i in items)
+    """INDEX encoding -> a Python index: a tuple of ints, slices, Ellipsis and None."""
+    return tuple(slice(*i["slice"]) if isinstance(i, dict) else
+                 Ellipsis if i == ELLIPSIS else i for i in items)
 
 
 def _int(v: Any) -> str:
@@ -292,14 +296,18 @@ def _bound(v: Any) -> str:
 
 
 def index_source(items: Sequence[Any], as_tuple: bool = False) -> str:
-    """The text between the brackets of `t[...]` for INDEX items (or ints and slices), e.g.
-    `0, 1:3`. With as_tuple, a tuple display: `0,` and every slice with both colons."""
+    """The text between the brackets of `t[...]` for INDEX items (or a Python index), e.g.
+    `0, 1:3` or `..., None`. With as_tuple, a tuple display: `0,` and every slice with both colons."""
     out = []
     for i in items:
         if isinstance(i, (dict, slice)):
             start, stop, step = i["slice"] if isinstance(i, dict) else (i.start, i.stop, i.step)
             text = f"{_bound(start)}:{_bound(stop)}"
             out.append(text + (f":{_bound(step)}" if as_tuple or step is not None else ""))
+        elif i is Ellipsis or (isinstance(i, str) and i == ELLIPSIS):
+            out.append("...")
+        elif i is None:
+            out.append("None")
         else:
             out.append(_int(i))
     if not out:

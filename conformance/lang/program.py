@@ -38,8 +38,9 @@ KINDS: dict[str, Any] = {}
 
 # FUNCTIONS, VIEWS and INPLACE (the fn of call / view / inplace statements -> its operands) are
 # views of the op table (conformance/lang/ops.py), and so is index_of, the reader of the INDEX
-# encoding: a list of items, each an int or {"slice": [start, stop, step]} (None allowed), e.g.
-# x[0, 1:3] is [0, {"slice": [1, 3, None]}].
+# encoding: a list of items, each an int, {"slice": [start, stop, step]} (None allowed), "..."
+# or null (a new dim), e.g. x[0, 1:3] is [0, {"slice": [1, 3, None]}], x[..., None] is
+# ["...", null].
 index_of = index_value
 __all__ = ["FORMAT_VERSION", "FUNCTIONS", "INPLACE", "KINDS", "VIEWS", "HarnessError",
            "Program", "ProgramError", "Stmt", "index_of"]

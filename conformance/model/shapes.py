@@ -43,13 +43,25 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | No
 
 
 def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
-    """The shape of x[index] (INDEX encoding of conformance/program.py)."""
-    out = []
-    for d, item in enumerate(index):
-        if isinstance(item, dict):
+    """The shape of x[index] (INDEX encoding of conformance/program.py): an int takes its
+    dim, a slice keeps it, None adds a dim of 1, "..." stands for the dims no item takes."""
+    real = sum(1 for item in index if item is not None and not isinstance(item, str))
+    out: list[int] = []
+    d = 0
+    for item in index:
+        if item is None:
+            out.append(1)
+        elif isinstance(item, str):         # "...": the dims the other items leave
+            skip = len(shape) - real
+            out.extend(shape[d:d + skip])
+            d += skip
+        elif isinstance(item, dict):
             start, stop, step = item["slice"]
             out.append(len(range(*slice(start, stop, step).indices(shape[d]))))
-    return tuple(out) + shape[len(index):]
+            d += 1
+        else:
+            d += 1
+    return tuple(out) + shape[d:]
 
 
 ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
