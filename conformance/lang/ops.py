@@ -297,7 +297,8 @@ def _bound(v: Any) -> str:
 
 def index_source(items: Sequence[Any], as_tuple: bool = False) -> str:
     """The text between the brackets of `t[...]` for INDEX items (or a Python index), e.g.
-    `0, 1:3` or `..., None`. With as_tuple, a tuple display: `0,` and every slice with both colons."""
+    `0, 1:3` or `..., None`. With as_tuple, a tuple display: `0,` and every slice with both
+    colons."""
     out = []
     for i in items:
         if isinstance(i, (dict, slice)):
