@@ -14,9 +14,9 @@ Options (also read from the environment, so tox and CI can pass them through):
                              worker before it counts as hung (GRADSPEC_TIMEOUT; default 10)
     --gradspec-xfail FILE    expected failures (GRADSPEC_XFAIL), the file and the matcher of
                              `gradspec run --xfail` (conformance/judge/xfail.py): a pytest node
-                             ID entry marks that test xfail; a program whose divergences are
-                             attributed to a clause entry's clause (the divergent statements'
-                             own clauses), or whose seed is listed, is expected: the test is
+                             ID entry marks that test xfail; a program whose first divergence
+                             has the primary clause, error kind or signature an entry names,
+                             or whose seed is listed, is expected: the test is
                              reported xfailed instead of failed. Entries with @ENGINE hold only
                              for that engine (the --engine name, or the adapter's name). Stale
                              node-ID entries (matching no collected test of a file the run
@@ -280,18 +280,15 @@ def gradspec_xfail(pytestconfig: pytest.Config, conformance_engine) -> list:
 def split_expected(divs: list, entries: list, seed: int | None = None,
                    program=None) -> tuple[list, list]:
     """(unexpected, expected) divergences of one program, each expected one paired with the
-    entry that expects the program: the matcher of `gradspec run` (conformance/judge/xfail.py),
-    on the clauses the divergences are attributed to in `program` (without a program, on the
-    clauses they list)."""
-    from conformance.judge.xfail import attributed, match
-    if not divs:
-        return [], []
-    clauses = attributed(program, divs) if program is not None else \
-        list(dict.fromkeys(c for d in divs for c in d.clauses))
-    x = match(entries, clauses, seed)
-    if x is None:
+    entry that expects the program: the matcher of `gradspec run` (conformance/judge/xfail.py,
+    `expects`), on its first divergence's primary clause and signature. Neither when that
+    clause requires a capability the program was not drawn for: nothing was compared."""
+    from conformance.judge.xfail import expects
+    caps = program.meta.get("capabilities") if program is not None else None
+    verdict, x = expects(entries, divs, seed, caps)
+    if verdict == "fails":
         return list(divs), []
-    return [], [(d, x) for d in divs]
+    return [], [(d, x) for d in divs] if x is not None else []
 
 
 def expected_reason(expected: list) -> str:
@@ -361,7 +358,8 @@ def describe(program, divs: list, engine, traces=()) -> str:
     lines = [f"{len(divs)} divergence(s) of {engine.name} from the oracle:"]
     for d in divs:
         lines.append(f"  statement {d.path} ({d.op}), {d.what}: oracle {d.oracle}; "
-                     f"{engine.name} {d.engine}  [{', '.join(d.clauses)}]")
+                     f"{engine.name} {d.engine}  [{d.primary}; involved: "
+                     f"{', '.join(d.clauses)}] {d.signature}")
     try:
         from conformance.reports.render import render
         prelude = engine.render_prelude()

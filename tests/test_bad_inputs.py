@@ -349,6 +349,10 @@ XFAIL_TEXTS: dict[str, str | bytes] = {
     "utf16": "LEAF-5 why\n".encode("utf-16"),
     "nul-bytes": "LEAF-5\x00 why\n",
     "bad-line-after-good": "# ok\nLEAF-5 a reason\n\n???\n",
+    "unknown-error-kind": "GRAPH_FREED known\nNO_SUCH_KIND why\n",
+    "signature-three-fields": "sig:backward/outcome/GRAPH_FREED why\n",
+    "signature-empty": "sig: why\n",
+    "signature-space": "sig:backward/outcome /GRAPH_FREED/ok why\n",
 }
 XFAILS = [Case(f"xfail-{name}", run("--xfail", "x.txt"), {"x.txt": text})
           for name, text in XFAIL_TEXTS.items()]

@@ -10,12 +10,16 @@ conformance/reports/pages.py:
     OUT/matrix.json   the cells as data
 
 Each cell is one of pass / diverges / xfail / n/a (reports/report.py, set_statuses): a clause
-is "pass" only if programs exercised it without divergence. Each cell links to its repro: for
-diverges and xfail, the engine's repro script of the first divergent program on the clause; for
-pass, a program that exercised it (OUT/<engine>/programs/..., replayable with `gradspec
-replay`). Every clause links to its text (spec/<file>.md#<id>). An engine that cannot load gets
-a column of n/a with the reason. The exit code is 0 when the matrix is written: divergences are
-its content (`gradspec run` is the pass/fail gate), 2 for bad usage.
+is "pass" only if programs exercised it without divergence, and it diverges only in programs
+whose primary clause it is (conformance/judge/verdict.py). A diverging cell counts its distinct
+problems (groups of programs with one signature, reports/report.py) beside its programs, and
+each column its distinct problems, listed under the table. Each cell links to its repro: for
+diverges, the engine's repro script of the smallest program of the cell's largest problem; for
+xfail, of the first expected failure on the clause; for pass, a program that exercised it
+(OUT/<engine>/programs/..., replayable with `gradspec replay`). Every clause links to its text
+(spec/<file>.md#<id>). An engine that cannot load gets a column of n/a with the reason. The
+exit code is 0 when the matrix is written: divergences are its content (`gradspec run` is the
+pass/fail gate), 2 for bad usage.
 """
 from __future__ import annotations
 
@@ -86,16 +90,23 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
             continue
         col = Column(name, True, version=report.engine_version, device=report.device,
                      folder=_rel(folder, out), programs=report.programs,
-                     divergent=len(report.divergences))
+                     divergent=len(report.divergences), problems=len(report.groups),
+                     groups=[{**g, "repro_engine": _rel(g["repro_engine"], out)}
+                             for g in report.groups if g.get("repro_engine")])
         col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
                                 report.capability_checks if c["verdict"] not in
                                 ("ok", "unprobed")]
         col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
         firsts: dict[str, dict[str, Any]] = {}
-        for kind in ("divergences", "expected_failures"):
-            for d in getattr(report, kind):
-                for cid in d["primary"]:
-                    firsts.setdefault(cid, d)
+        problems: dict[str, int] = {}
+        for g in report.groups:     # most frequent first: a cell links to its largest one
+            if g["primary"]:
+                firsts.setdefault(g["primary"], {**g, "traces": str(Path(g["folder"]) /
+                                                                   "traces.txt")})
+                problems[g["primary"]] = problems.get(g["primary"], 0) + 1
+        for d in report.expected_failures:
+            for cid in d["primary"]:
+                firsts.setdefault(cid, d)
         caps = frozenset(report.capabilities)
         prelude = engine.render_prelude()
         for cid, row in report.clauses.items():
@@ -105,6 +116,8 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
                 cell["reason"] = row.get("reason", "")
             elif row["status"] in ("diverges", "xfail") and cid in firsts:
                 d = firsts[cid]
+                if cid in problems:
+                    cell["problems"] = problems[cid]
                 cell["repro"] = _rel(d["repro_engine"], out)
                 cell["traces"] = _rel(d["traces"], out)
                 if d.get("xfail"):

@@ -6,9 +6,11 @@ reported (a divergence of kind crash or timeout) and the run goes on with a fres
 Program i is generated from its own seed, derived from the campaign seed alone, so the results
 do not depend on --jobs or on timing.
 
-After the run: divergences on clauses newer than the oracle's torch release are "not
-applicable", those an expected-failure file lists (conformance/judge/xfail.py, the matcher the
-pytest plugin uses too) are expected failures; neither fails the run. Each clause gets a status
+After the run: a divergent program whose primary clause (conformance/judge/verdict.py) is
+newer than the oracle's torch release, or requires a capability the engine lacks, is "not
+applicable" (not compared); those an expected-failure file lists (conformance/judge/xfail.py,
+the matcher the pytest plugin uses too) are expected failures; neither fails the run. The
+failing ones are grouped by problem (`Report.groups`). Each clause gets a status
 (reports/report.py, set_statuses), and the capabilities the engine declares absent are probed
 (conformance/judge/probes.py).
 """
@@ -26,7 +28,8 @@ from ..engines import EngineError, load_engine
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness
 from ..judge.probes import check_declarations
-from ..judge.xfail import Xfail, attributed
+from ..judge.verdict import attribute, group, inapplicable, verdict
+from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
 from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
@@ -252,29 +255,36 @@ def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
         else:
             getattr(report, column).append(entry)
         for cid in entry["primary"]:
-            tallies[column][cid] = tallies[column].get(cid, 0) + 1
+            if not inapplicable(cid, ctx.caps):     # not compared: its row stays n/a
+                tallies[column][cid] = tallies[column].get(cid, 0) + 1
     report.clauses = rows = clause_rows(spec, ctx.caps, exercised, tallies["divergences"],
                                         tallies["crashes"], tallies["timeouts"])
     _sort(report, spec, rows, entries, xf, seeds)
+    report.groups = group(report.divergences)
 
 
 def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
           xf: list[Xfail], seeds: list[int]) -> None:
-    """Divergences into failing, expected and not applicable; clause statuses; stale xfails."""
+    """Divergences into failing, expected and not applicable (the primary clause is newer than
+    the oracle, or requires a capability the engine lacks: not compared); clause statuses;
+    stale xfails."""
     too_new = apply_oracle_version(spec, rows, report.oracle_version)
     expected: dict[str, int] = {}
     used: set[int] = set()
     for entry in entries:
         primary = entry["primary"]
-        # only the oracle's age excuses a divergence: a statement the generator drew for the
-        # engine is one it can express, whatever `requires` its clauses list
+        lacking = [r for c in primary if (r := inapplicable(c, report.capabilities))]
         if is_harness(entry):       # gradspec's own failure: nothing excuses it
             report.divergences.append(entry)
         elif primary and all(c in too_new for c in primary):
             entry["not_applicable"] = "; ".join(
                 f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in primary)
             report.not_applicable.append(entry)
-        elif (x := xfail_match(xf, primary, entry["program_seed"])) is not None:
+        elif lacking:   # what the oracle did there is defined by a clause the engine lacks
+            entry["not_applicable"] = "; ".join(lacking)
+            report.not_applicable.append(entry)
+        elif (x := xfail_match(xf, primary, entry["program_seed"],
+                               entry.get("signature", ""))) is not None:
             entry["xfail"] = x.to_json()
             used.add(x.line)
             report.expected_failures.append(entry)
@@ -293,10 +303,10 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
 def _relocate(report: Report, staging: Staging) -> None:
     """The paths of a complete run's entries, as they will be once swapped into OUT."""
     for kind in ("divergences", "crashes", "timeouts", "oracle_failures", "expected_failures",
-                 "not_applicable"):
+                 "not_applicable", "groups"):
         for entry in getattr(report, kind):
             for key in PATH_KEYS:
-                if key in entry:
+                if entry.get(key):
                     entry[key] = staging.final(entry[key])
 
 
@@ -360,17 +370,21 @@ def _record(index: int, pseed: int, r: dict[str, Any], ctx: _Context
         oracle_trace, engine_trace = Trace.from_json(r["oracle"]), Trace.from_json(r["engine"])
     else:
         program, divs = _failed_program(r, pseed, ctx)
-    group = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
-    folder = ctx.out / group / f"{index:04d}-seed{pseed}"
+    attribute(program, oracle_trace, engine_trace, [d for d in divs if not d.signature])
+    column = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
+    folder = ctx.out / column / f"{index:04d}-seed{pseed}"
     paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, ctx.engine,
                              ctx.engine_spec, ctx.oracle_spec)
-    # `clauses`: every clause involved (the backward slices); `primary`: those the divergences
-    # are attributed to, which the per-clause table counts and expected failures match
+    # `clauses`: every clause involved (the backward slices); `primary`: the clause defining
+    # what the oracle did at the first divergence, which the per-clause table counts and
+    # expected failures match, and `signature` its kind of problem (judge/verdict.py)
     cites: dict[str, None] = {}
     for d in divs:
         cites.update(dict.fromkeys(d.clauses))
+    primary, signature = verdict(divs)
     return {"index": index, "program_seed": pseed, "what": divs[0].what,
-            "path": divs[0].path, "clauses": list(cites), "primary": attributed(program, divs),
+            "path": divs[0].path, "clauses": list(cites), "primary": primary,
+            "signature": signature,
             "statements": sum(1 for _ in program.walk()),
             "minimized_from": program.meta.get("minimized_from"), "first": str(divs[0]),
             "folder": str(folder), **{k: v for k, v in paths.items()},

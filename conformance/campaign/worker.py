@@ -18,7 +18,8 @@ from ..engines.base import Engine
 from ..judge.compare import Divergence, compare
 from ..judge.executor import execute
 from ..judge.localise import localise
-from ..judge.minimize import minimize, signature
+from ..judge.minimize import minimize, same_problem
+from ..judge.verdict import lead
 from ..lang.program import Program
 from ..lang.trace import Trace
 from .pool import ENGINE, ORACLE, Progress
@@ -95,7 +96,7 @@ class Runs:
 
     def diverges_like(self, target: Divergence) -> Callable[[Program], bool]:
         def test(p: Program) -> bool:
-            return any(signature(d) == signature(target) for d in self.judge(p)[2])
+            return same_problem(self.judge(p)[2], target)
         return test
 
 
@@ -110,7 +111,8 @@ def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
     if not found:
         return result
     if shrink:
-        small = minimize(program, runs.diverges_like(found[0]), max_seconds=shrink_seconds)
+        small = minimize(program, runs.diverges_like(lead(found) or found[0]),
+                         max_seconds=shrink_seconds)
         so, se, again = runs.judge(small)
         if again:
             program, o, e, found = small, so, se, again

@@ -41,6 +41,7 @@ from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
 from .segments import UNIT
+from .verdict import attribute
 
 # The comparison rule (spec/README.md, "Comparing traces"): floats a, b agree when
 # |a - b| <= ULPS * eps * max(1, |a|, |b|), eps the machine epsilon of the least precise
@@ -66,6 +67,8 @@ class Divergence:
     segment: str | None = None      # the id of the engine's unit that ran the statement, if any
     localised_to: str | None = None     # where an eager replay first differs, or UNIT (both:
     #                                     conformance/judge/segments.py); None: not replayed
+    primary: str | None = None  # the clause defining what the oracle did here (verdict.py)
+    signature: str = ""         # the kind of problem, values normalised away (verdict.py)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -84,7 +87,8 @@ class Divergence:
         where = f"statement {self.path} ({self.op})" if self.path else "program"
         if self.what == HARNESS:    # gradspec's own failure: nothing was compared
             return f"{where}: harness error: {self.engine}"
-        cites = f" [{', '.join(self.clauses)}]" if self.clauses else ""
+        cites = (f" [{self.primary}]" if self.primary else "") + (
+            f" (involved: {', '.join(self.clauses)})" if self.clauses else "")
         return (f"{where}{self._unit()}: {self.what} differs{cites}\n  oracle: {self.oracle}\n"
                 f"  engine: {self.engine}")
 
@@ -156,16 +160,19 @@ def involved_clauses(program: Program, path: str) -> list[str]:
     return _involved(_walk(program.statements), path)
 
 
-def _involved(flat: list[tuple[str, Stmt]], path: str) -> list[str]:
+def _involved(flat: list[tuple[str, Stmt]], path: str, own: list[str] | None = None,
+              reads: list[str] | None = None) -> list[str]:
+    """`own` and `reads`: the clauses and the names of one observation of the statement at
+    `path`, in place of the whole statement's."""
     pos = next((i for i, (p, _) in enumerate(flat) if p == path), None)
     if pos is None:
         return []
     stmt = flat[pos][1]
-    found: dict[str, None] = dict.fromkeys(stmt.clauses)
+    found: dict[str, None] = dict.fromkeys(stmt.clauses if own is None else own)
     for p, s in flat[:pos]:
         if path.startswith(p + "."):
             found.update(dict.fromkeys(s.clauses))
-    seen = set(names(stmt)[0])
+    seen = set(names(stmt)[0] if reads is None else reads)
     for _, s in reversed(flat[:pos]):
         read, bound = names(s)
         kind = KINDS.get(s.op)
@@ -240,6 +247,8 @@ class _Unspecified:
 
     def hides(self, aspect: str, name: str | None) -> bool:
         """Whether an observation of `aspect` of tensor `name` is not to be compared."""
+        if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
+            return True
         check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
         return check is not None and check(name)
 
@@ -317,14 +326,19 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
     dtype = precision(program)
     out: list[Divergence] = []
 
-    def diverge(ev: Event, what: str, o: str, e: str) -> None:
+    def diverge(ev: Event, what: str, o: str, e: str, clauses: list[str] | None = None,
+                tensor: str | None = None) -> None:
+        """`clauses` and `tensor`: one observation of a statement that makes several (a
+        sweep): its own clauses and the slice of what acted on that tensor."""
         unit = (theirs.get(ev.path) or ev).segment
-        out.append(Divergence(ev.path, ev.op, what, o, e, _involved(flat, ev.path), unit))
+        cites = _involved(flat, ev.path) if clauses is None else \
+            _involved(flat, ev.path, clauses, [tensor] if tensor else [])
+        out.append(Divergence(ev.path, ev.op, what, o, e, cites, unit))
 
     def same_call(c: list[Any], d: list[Any]) -> bool:
         if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
             return True                     # a post hook's view of an unspecified .grad
-        return close(c[1], d[1], dtype)
+        return close(c[1], d[1], dtype) and (c[2] == d[2] or None in (c[2], d[2]))
 
     for o in oracle.events:
         e = theirs.get(o.path)
@@ -339,7 +353,8 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
         if ost == "skipped" or est == "skipped":
             continue
         kind = KINDS[s.op]
-        if unspec.depends(s, kind):         # UNSPEC-3: depends on whether two are one
+        if unspec.depends(s, kind) and not kind.sweeps:     # UNSPEC-3: depends on whether
+            #                                                 two are one
             unspec.update(s, kind, o, e)
             continue
         if ost != est or o.error != e.error:
@@ -354,19 +369,23 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
         if ost == est == "ok" and kind.valued:
             _compare_value(s, kind, o, e, unspec, diverge, dtype)
         unspec.update(s, kind, o, e)
-    return harness_errors(out) + [d for d in out if d.what != HARNESS]
+    return attribute(program, oracle, engine, sorted(out, key=lambda d: d.what != HARNESS))
 
 
 def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: _Unspecified,
                    diverge: Any, dtype: str) -> None:
-    """A valued statement's observation, unless what it shows is left open; floats within
-    the tolerance of `dtype`, the program's precision."""
-    tensor, aspect = kind.observed(s)
-    if unspec.hides(aspect, tensor):
-        return
-    if not close(o.value, e.value, dtype):
+    """A valued statement's observations (an end-of-program sweep has many), unless what one
+    shows is left open; floats within the tolerance of `dtype`, the program's precision; the
+    dtype of what was observed, where it has one, exactly."""
+    for tensor, aspect, clauses, (ov, od), (ev, ed) in kind.observations(s, o, e):
+        if unspec.hides(aspect, tensor):
+            continue
         label = aspect if tensor is None else f"{tensor}.{aspect}"
-        diverge(o, "value", f"{label} = {o.value!r}", f"{label} = {e.value!r}")
+        if not close(ov, ev, dtype):
+            diverge(o, "value", f"{label} = {ov!r}", f"{label} = {ev!r}", clauses, tensor)
+        elif od != ed and od is not None and ed is not None:
+            diverge(o, "dtype", f"{label} has dtype {od}", f"{label} has dtype {ed}", clauses,
+                    tensor)
 
 
 def harness_errors(found: list[Divergence]) -> list[Divergence]:

@@ -18,6 +18,7 @@ from ..lang.program import Program, Stmt
 from ..lang.validate import is_valid
 from .compare import Divergence, compare
 from .executor import execute, names
+from .verdict import lead
 
 
 def prune(stmts: list[Stmt], bound: set[str] | None = None) -> list[Stmt]:
@@ -38,16 +39,23 @@ def prune(stmts: list[Stmt], bound: set[str] | None = None) -> list[Stmt]:
     return out
 
 
-def signature(d: Divergence) -> tuple[str, str]:
-    """What must stay the same while shrinking: the kind of difference and the statement op."""
-    return (d.what, d.op)
+def signature(d: Divergence) -> tuple[str, str, str | None, str]:
+    """What must stay the same while shrinking: the kind of difference, the statement kind,
+    and the problem (primary clause and signature, conformance/judge/verdict.py)."""
+    return (d.what, d.op, d.primary, d.signature)
+
+
+def same_problem(found: list[Divergence], target: Divergence) -> bool:
+    """Whether the divergences of a candidate lead with the problem of `target` (the one a
+    report groups its program by), so that the smallest program is one of its group."""
+    first = lead(found)
+    return first is not None and signature(first) == signature(target)
 
 
 def diverges_like(oracle: Engine, engine: Engine, target: Divergence
                   ) -> Callable[[Program], bool]:
     def test(p: Program) -> bool:
-        found = compare(p, execute(p, oracle), execute(p, engine))
-        return any(signature(d) == signature(target) for d in found)
+        return same_problem(compare(p, execute(p, oracle), execute(p, engine)), target)
     return test
 
 

@@ -9,42 +9,61 @@ One entry per line:
     RETAIN-7  @paddle  no NONLEAF_GRAD_ACCESS warning  https://github.com/PaddlePaddle/Paddle/issues/1
     VER-3     @torch-compile  _version counts a compiled in-place op twice
     seed:123456789  this one program hangs the engine
+    GRAPH_FREED  @myengine  never frees saved values  https://example.org/issues/2
+    sig:inplace.*/outcome/LEAF_INPLACE/ok  @myengine  no leaf check on in-place ops
 
-ID is a clause ID (`LEAF-5`), a generated program's seed (`seed:N`, the `program_seed` of
-report.json), or a pytest node ID (anything with `::`; for pytest runs, ignored by `gradspec
-run`). `@ENGINE` limits the entry to engines of those names (as given to --engine); without it,
-it holds for every engine. REASON is required: say why, with a link to the upstream issue where
+ID is one of
+- a clause ID (`LEAF-5`): programs whose primary clause it is;
+- an error or warning kind of spec/errors.md (`GRAPH_FREED`, `NONLEAF_GRAD_ACCESS`): programs
+  whose first divergence is an outcome or warnings difference in which the oracle or the
+  engine raised (warned) it;
+- a signature (`sig:PATTERN`): programs whose signature (`kind[.op]/observable/oracle/engine`)
+  the pattern matches, `*` any text (`/` included), `?` one character, `[...]` one of them;
+  four fields, or fewer ending with `*` (`sig:observe/grad/*`). report.json lists each
+  divergent program's `signature`, and `groups` one per problem;
+- a generated program's seed (`seed:N`, the `program_seed` of report.json);
+- a pytest node ID (anything with `::`; for pytest runs, ignored by `gradspec run`).
+`@ENGINE` limits the entry to engines of those names (as given to --engine); without it, it
+holds for every engine. REASON is required: say why, with a link to the upstream issue where
 there is one. Blank lines and lines starting with `#` are ignored.
 
-One matcher serves `gradspec run` (conformance/campaign/runner.py) and the pytest plugin alike.
-The divergences of one program are attributed to clauses (`attributed`): the divergent
-statements' own clauses, the ones the report's per-clause table counts the divergence against;
-only when none of those statements carries a clause (a hand-written program, a whole-program
-crash) the clauses involved in them (the backward slice the comparator lists). The program is an
-expected failure when a clause entry names one of its attributed clauses, or a seed entry its
-seed (`match`): it is reported, but does not fail the run or the test. A pytest node-ID entry
-marks the tests it names xfail: the test itself, and every parametrization of it
-(`Xfail.matches_test`).
+One matcher serves `gradspec run` (conformance/campaign/runner.py) and the pytest plugin alike
+(`match`, `expects`). A program is judged by its first divergence, the one the rest follow
+from: its primary clause (the clause that defines what the oracle did there,
+conformance/judge/verdict.py; the one the report's per-clause table counts the program
+against) and its signature. The program is an expected failure when an entry names its
+primary clause, an error kind in its signature, a pattern its signature matches, or its seed:
+it is reported, but does not fail the run or the test. A pytest node-ID entry marks the tests
+it names xfail: the test itself, and every parametrization of it (`Xfail.matches_test`).
 
 An entry is stale when it matches nothing (no such clause in the spec; a seed no program of the
 run has; a node ID no collected test has, in a test file the run collected or that does not
-exist), or when what it names now passes (the clause was exercised without divergence; the
-program ran clean; every test it names that ran passed). Stale entries are reported (`stale`,
-`stale_tests`); a clause the run did not exercise, or a test file it did not collect, is neither
-confirmed nor stale. A line that cannot be read is a one-line error (exit code 2).
+exist), or when what it names now passes (the clause was exercised without divergence; every
+clause of the error kind was, without a divergence it matched; the program ran clean; every
+test it names that ran passed). Stale entries are reported (`stale`, `stale_tests`); a clause
+the run did not exercise, a signature no program had (the run cannot tell whether it still
+happens), or a test file it did not collect, is neither confirmed nor stale. A line that cannot
+be read is a one-line error (exit code 2), and so is an entry naming a clause or an error kind
+the spec does not have.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..spec.reader import load_spec
+from ..spec.reader import load_errors, load_spec
+from .verdict import error_kinds, inapplicable, verdict
 
 _CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
 _SEED = re.compile(r"^seed:([0-9]+)$")
+_KIND = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
+_FIELD = r"[A-Za-z0-9_.+*?!\[\]-]+"
+# four fields, kind[.op]/observable/oracle/engine; fewer when the pattern ends with `*`
+_SIGNATURE = re.compile(rf"^sig:({_FIELD}(/{_FIELD}){{3}}|({_FIELD}/){{0,3}}{_FIELD[:-1]}*\*)$")
 _ENGINE = re.compile(r"^@([A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*)$")
 
 
@@ -54,16 +73,20 @@ class XfailError(ValueError):
 
 @dataclass(frozen=True)
 class Xfail:
-    id: str                          # "LEAF-5", "seed:123", or a pytest node ID
+    id: str                 # "LEAF-5", "GRAPH_FREED", "sig:PATTERN", "seed:123", a node ID
     reason: str
     engines: tuple[str, ...] = ()    # empty: every engine
     line: int = 0
 
     @property
     def kind(self) -> str:
-        if _CLAUSE.match(self.id):
-            return "clause"
-        return "seed" if _SEED.match(self.id) else "test"
+        """clause | error | signature | seed | test."""
+        return _kind(self.id) or "test"
+
+    @property
+    def pattern(self) -> str:
+        """The signature pattern of a signature entry."""
+        return self.id[4:] if self.kind == "signature" else ""
 
     @property
     def seed(self) -> int | None:
@@ -96,9 +119,11 @@ def parse(text: str, where: str = "xfail file") -> list[Xfail]:
             continue
         parts = line.split(None, 1)
         ident, rest = parts[0], parts[1].strip() if len(parts) > 1 else ""
-        if not (_CLAUSE.match(ident) or _SEED.match(ident) or "::" in ident):
-            raise XfailError(f"{where}:{n}: {ident!r} is not a clause ID (LEAF-5), a program "
-                             f"seed (seed:N) or a pytest node ID (path::test)")
+        if not (_kind(ident) or "::" in ident):
+            raise XfailError(f"{where}:{n}: {ident!r} is not a clause ID (LEAF-5), an error "
+                             f"kind (GRAPH_FREED), a signature (sig:kind/observable/oracle/"
+                             f"engine), a program seed (seed:N) or a pytest node ID "
+                             f"(path::test)")
         engines: tuple[str, ...] = ()
         if rest.startswith("@"):
             tag, _, rest = rest.partition(" ")
@@ -117,10 +142,20 @@ def parse(text: str, where: str = "xfail file") -> list[Xfail]:
     return entries
 
 
+def _kind(ident: str) -> str | None:
+    if _CLAUSE.match(ident):
+        return "clause"
+    if _SEED.match(ident):
+        return "seed"
+    if _SIGNATURE.match(ident):
+        return "signature"
+    return "error" if _KIND.match(ident) else None
+
+
 def load(path: str | Path) -> list[Xfail]:
-    """The entries of an expected-failure file. A clause ID the spec does not have is an
-    error here (every clause ID cited anywhere exists), not a stale entry: a typo'd ID would
-    otherwise excuse nothing and only be reported after the whole run."""
+    """The entries of an expected-failure file. A clause ID or error kind the spec does not
+    have is an error here (every clause ID cited anywhere exists), not a stale entry: a
+    typo'd ID would otherwise excuse nothing and only be reported after the whole run."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -128,9 +163,13 @@ def load(path: str | Path) -> list[Xfail]:
         raise XfailError(f"cannot read {p}: {getattr(exc, 'strerror', None) or exc}") from None
     entries = parse(text, str(p))
     spec = load_spec()
+    kinds = load_errors()
     for x in entries:
         if x.kind == "clause" and x.id not in spec.clauses:
             raise XfailError(f"{p}:{x.line}: {x.id} is not a clause of spec {spec.version}")
+        if x.kind == "error" and x.id not in kinds and x.id != "OTHER":
+            raise XfailError(f"{p}:{x.line}: {x.id} is not an error or warning kind of "
+                             f"spec/errors.md")
     return entries
 
 
@@ -139,28 +178,39 @@ def for_engine(entries: list[Xfail], engine: str) -> list[Xfail]:
 
 
 def attributed(program: Any, divergences: Iterable[Any]) -> list[str]:
-    """The clauses the divergences of `program` are attributed to, in first-seen order: the
-    divergent statements' own clauses; when none of them carries any, the clauses the
-    divergences list as involved (their backward slices)."""
-    stmts = dict(program.walk())
-    own: dict[str, None] = {}
-    involved: dict[str, None] = {}
-    for d in divergences:
-        involved.update(dict.fromkeys(d.clauses))
-        if d.path in stmts:
-            own.update(dict.fromkeys(stmts[d.path].clauses))
-    return list(own or involved)
+    """The clauses a program's divergences are attributed to: the primary clause of the first
+    (a list of at most one; conformance/judge/verdict.py). `program` is not needed any more
+    (the comparator names the primary clause); kept for the callers of the first release."""
+    return verdict(list(divergences))[0]
 
 
-def match(entries: list[Xfail], clauses: list[str], program_seed: int | None) -> Xfail | None:
+def match(entries: list[Xfail], clauses: list[str], program_seed: int | None,
+          signature: str = "") -> Xfail | None:
     """The first entry that expects a program's divergences: a clause entry naming one of the
-    clauses they are attributed to (`attributed`), or a seed entry with this program seed."""
+    clauses they are attributed to (its primary clause, `attributed`), an error-kind entry
+    naming a kind in its `signature`, a signature entry whose pattern matches it, or a seed
+    entry with this program seed."""
+    kinds = error_kinds(signature)
     for x in entries:
-        if x.kind == "clause" and x.id in clauses:
-            return x
-        if x.kind == "seed" and x.seed == program_seed:
+        if (x.kind == "clause" and x.id in clauses) or (x.kind == "error" and x.id in kinds) \
+                or (x.kind == "signature" and signature and fnmatchcase(signature, x.pattern)) \
+                or (x.kind == "seed" and x.seed == program_seed):
             return x
     return None
+
+
+def expects(entries: list[Xfail], divergences: list[Any], program_seed: int | None = None,
+            capabilities: Iterable[str] | None = None) -> tuple[str, Xfail | None]:
+    """What becomes of one program's divergences: ("fails", None); ("expected", the entry
+    that expects them); ("not applicable", None) when the first one's primary clause requires
+    a capability not among `capabilities` (None: all), so that nothing was compared."""
+    if not divergences:
+        return "passes", None
+    primary, signature = verdict(divergences)
+    if primary and inapplicable(primary[0], capabilities):
+        return "not applicable", None
+    x = match(entries, primary, program_seed, signature)
+    return ("expected", x) if x is not None else ("fails", None)
 
 
 def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[str, Any]],
@@ -177,6 +227,8 @@ def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[st
             elif row and row.get("applicable") and row.get("programs") and \
                     x.line not in used and not row.get("divergences"):
                 why = f"now passes: {row['programs']} programs exercised it without divergence"
+        elif x.kind == "error":
+            why = _stale_kind(x, rows, used)
         elif x.kind == "seed":
             if x.seed not in seeds:
                 why = "matches nothing: no program of this run has that seed"
@@ -185,6 +237,20 @@ def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[st
         if why:
             out.append({**x.to_json(), "stale": why})
     return out
+
+
+def _stale_kind(x: Xfail, rows: dict[str, dict[str, Any]], used: set[int]) -> str | None:
+    """An error-kind entry now passes when every clause of its kind was exercised, none
+    diverged, and it matched nothing."""
+    clauses = load_errors()[x.id].clauses if x.id in load_errors() else ()
+    got = [rows.get(c) or {} for c in clauses]
+    if x.line in used or not got or not all(r.get("applicable") and r.get("programs")
+                                            for r in got):
+        return None
+    if any(r.get("divergences") for r in got):
+        return None
+    return (f"now passes: {', '.join(clauses)} exercised by at least "
+            f"{min(r['programs'] for r in got)} programs each, without a divergence")
 
 
 def marked_tests(entries: list[Xfail], nodeids: Iterable[str]) -> dict[str, Xfail]:
@@ -224,5 +290,5 @@ def stale_tests(entries: list[Xfail], collected: Iterable[str], outcomes: Mappin
     return out
 
 
-__all__ = ["Xfail", "XfailError", "attributed", "for_engine", "load", "marked_tests", "match",
-           "parse", "stale", "stale_tests"]
+__all__ = ["Xfail", "XfailError", "attributed", "expects", "for_engine", "load", "marked_tests",
+           "match", "parse", "stale", "stale_tests"]

@@ -3,7 +3,9 @@ self-contained HTML page (inline CSS, no scripts, no network), from the columns 
 campaign (conformance/campaign/matrix.py) fills in.
 
 A column is one engine; its cells are keyed by clause ID, each a status of STATES with the
-reason for n/a and links to a repro and the traces.
+reason for n/a, links to a repro and the traces, and for a diverging cell the number of
+distinct problems whose primary clause it is; the column's problems are listed under the table,
+each with a link to its smallest program.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ class Column:
     folder: str = ""                  # relative to OUT
     programs: int = 0
     divergent: int = 0
+    problems: int = 0                 # distinct problems among the divergent programs
+    groups: list[dict[str, Any]] = field(default_factory=list)  # one per problem (report.json)
     capability_notes: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)   # clause -> cell
@@ -41,6 +45,14 @@ def cell_of(col: Column, cid: str) -> dict[str, Any]:
     if not col.ok:
         return {"status": "n/a", "reason": "engine unavailable (the column head says why)"}
     return col.cells.get(cid, {"status": "n/a", "reason": "not in the report"})
+
+
+def _count(n: int) -> str:
+    return f"{n} distinct problem{'s' if n != 1 else ''}"
+
+
+def _problems(cell: dict[str, Any]) -> str:
+    return f"({_count(cell['problems'])})"
 
 
 def _md(text: str) -> str:
@@ -64,6 +76,8 @@ def markdown(spec, clauses: list[str], links: dict[str, str], columns: list[Colu
             cell = cell_of(col, cid)
             text = f"[{cell['status']}]({cell['repro']})" if cell.get("repro") else \
                 cell["status"]
+            if cell.get("problems"):
+                text += f" {_problems(cell)}"
             if cell.get("reason"):
                 text += f" ({_md(cell['reason'])})"
             row.append(text)
@@ -74,8 +88,11 @@ def markdown(spec, clauses: list[str], links: dict[str, str], columns: list[Colu
             out.append(f"- **{col.engine}** could not run: {_md(col.reason)}")
             continue
         out.append(f"- **{col.engine}** {col.version} ({col.device}): {col.programs} programs, "
-                   f"{col.divergent} divergent; results in [{col.folder}/]({col.folder}/"
-                   f"report.json)")
+                   f"{col.divergent} divergent, {_count(col.problems)}; results in "
+                   f"[{col.folder}/]({col.folder}/report.json)")
+        out += [f"  - {g['count']} x {g['primary'] or '-'} `{g['signature']}`: "
+                f"[smallest program]({g['repro_engine']}) ({g['statements']} statements)"
+                for g in col.groups[:20]]
         out += [f"  - capability {n}" for n in col.capability_notes]
         out += [f"  - stale expected failure, {s}" for s in col.stale]
     return "\n".join(out) + "\n"
@@ -99,7 +116,8 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
     for col in columns:
         if col.ok:
             sub = f"{col.version} ({col.device})<br>{col.programs} programs, {col.divergent} " \
-                  f"divergent<br><a href=\"{e(col.folder)}/report.json\">report.json</a>"
+                  f"divergent, {_count(col.problems)}<br><a href=\"" \
+                  f"{e(col.folder)}/report.json\">report.json</a>"
             sub += "".join(f"<br>capability {e(n)}" for n in col.capability_notes)
         else:
             sub = f"unavailable: {e(col.reason)}"
@@ -117,6 +135,8 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
             extra = f" <a class=\"small\" href=\"{e(links[cid])}\">spec</a>"
             if cell.get("traces"):
                 extra += f" <a class=\"small\" href=\"{e(cell['traces'])}\">traces</a>"
+            if cell.get("problems"):
+                extra += f"<div class=\"small\">{e(_problems(cell))}</div>"
             if reason:
                 extra += f"<div class=\"small\">{e(reason)}</div>"
             cls = "na" if status == "n/a" else status
@@ -124,6 +144,10 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
         rows.append("<tr>" + "".join(tds) + "</tr>")
     stale = "".join(f"<li>{e(col.engine)}: stale expected failure, {e(s)}</li>"
                     for col in columns for s in col.stale)
+    stale += "".join(f"<li>{e(col.engine)}: {g['count']} x {e(g['primary'] or '-')} "
+                     f"<code>{e(g['signature'])}</code>: <a href=\"{e(g['repro_engine'])}\">"
+                     f"smallest program</a> ({g['statements']} statements)</li>"
+                     for col in columns for g in col.groups[:20])
     return "\n".join([
         "<!DOCTYPE html>", "<html lang=\"en\">", "<head>", "<meta charset=\"utf-8\">",
         "<title>gradspec conformance matrix</title>", f"<style>{CSS}</style>", "</head>",

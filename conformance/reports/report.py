@@ -11,7 +11,10 @@ The same for a program the engine crashed on (OUT/crashes/) or hung on (OUT/time
 one the oracle failed on (OUT/oracle-failures/): none of these is a divergence, each has its own
 list and count in report.json, its own columns in the clause table and its own summary line.
 OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
-repro paths; `clause_table` is the table `print_summary` prints at the end of a run.
+repro paths, each with its primary clause and signature, and `groups`: the divergent programs
+grouped by problem (signature and primary clause, conformance/judge/verdict.py), each with its
+count and its smallest program; `clause_table` is the table `print_summary` prints at the end
+of a run, before one line per problem.
 
 A run's verdict (`Report.exit_code`): 0 every program judged and none divergent; 1 divergences,
 or crashes and timeouts on at most `max_unjudged` of the programs; 3 could not judge: a harness
@@ -141,6 +144,7 @@ class Report:
     expected_failures: list[dict[str, Any]] = field(default_factory=list)
     not_applicable: list[dict[str, Any]] = field(default_factory=list)
     stale_xfails: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)  # the divergences by problem
     capability_checks: list[dict[str, Any]] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)   # engine's & oracle's, sorted
     first_programs: dict[str, int] = field(default_factory=dict)  # clause -> program index
@@ -176,7 +180,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["divergent_programs"] = len(self.divergences)
+        d["divergent_programs"], d["distinct_problems"] = len(self.divergences), len(self.groups)
         d["crashed_programs"], d["timed_out_programs"] = len(self.crashes), len(self.timeouts)
         d["exit_code"], d["unjudged"] = self.exit_code, self.unjudged()
         return d
@@ -247,9 +251,9 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
     `expected`: clause -> divergent programs on it that an expected-failure entry covers;
     `too_new`: clauses newer than the oracle; `not_generated`: clause -> why the program
     source never draws it (the generator's NOT_GENERATED, handed in by the campaign), the
-    reason an unexercised one gets. A clause whose `requires` the engine lacks is
-    n/a, unless statements tagged with it diverged anyway: the generator drew them for this
-    engine, so they are divergences to see."""
+    reason an unexercised one gets. A clause whose `requires` the engine lacks is n/a: a
+    campaign counts no divergence against it (a program whose primary clause it is was not
+    compared); rows that count some anyway say so."""
     for cid, row in rows.items():
         c = spec.clauses.get(cid)
         lacking = [r for r in c.requires if r not in capabilities] if c is not None else []
@@ -311,10 +315,15 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
     if any(states):
         print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
                                       ("pass", "diverges", "xfail", "n/a")))
-    for d in report.divergences[:20]:
-        print(f"  #{d['index']} {d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
-    if len(report.divergences) > 20:
-        print(f"  ... {len(report.divergences) - 20} more in {Path(out_dir) / 'report.json'}")
+    if report.groups:
+        print(f"{len(report.divergences)} divergent programs, {len(report.groups)} distinct "
+              f"problem(s); the smallest program of each:")
+    for g in report.groups[:20]:
+        print(f"  {g['count']} x [{g['primary'] or '-'}] {g['signature']}: #{g['smallest']} "
+              f"({g['statements']} statements) {g['first']}\n      repro: {g['repro_engine']}")
+    if len(report.groups) > 20:
+        print(f"  ... {len(report.groups) - 20} more problems in "
+              f"{Path(out_dir) / 'report.json'}")
     for kind, d in [("crash", d) for d in report.crashes[:10]] + [
             ("timeout", d) for d in report.timeouts[:10]]:
         print(f"  {kind} on program #{d['index']} (not counted as a divergence): "

@@ -19,14 +19,15 @@ class ReversedHooks(Broken):
     def register_hook(self, t, fn):
         hooks = getattr(t, "_gradspec_hooks", None)
         if hooks is None:
-            hooks = t._gradspec_hooks = []
+            hooks = []
 
             def dispatch(g):
                 for h in reversed(list(hooks)):   # the bug: newest first
                     r = h(g)
                     g = g if r is None else r
                 return g
-            t.register_hook(dispatch)
+            t.register_hook(dispatch)   # raises where torch raises (HOOK-7), every time
+            t._gradspec_hooks = hooks
         hooks.append(fn)
         return _Handle(hooks, fn)
 

@@ -1,5 +1,8 @@
-"""Every deliberately broken engine (tests/broken_engines/) is caught within the CI profile:
-some generated program makes it diverge from torch, and the report carries a repro."""
+"""Every deliberately broken engine (tests/broken_engines/) is caught within the CI profile and
+by `gradspec run` at its default budget: some generated program makes it diverge from torch,
+the report carries a repro, and the verdict names a rule the engine breaks (BROKEN) as the
+primary clause: in the CI profile, of the program found; in the campaign, of its largest
+problem, of most divergent programs, and the rule the engine is named for among them."""
 from __future__ import annotations
 
 import os
@@ -11,7 +14,9 @@ import pytest
 from hypothesis import Phase
 
 from conformance.engines import load_engine
+from conformance.judge.verdict import lead
 from conformance.pytest_plugin import PROFILE_TABLE
+from conformance.runner import run_campaign
 from tests.broken_engines import BROKEN
 from tests.conformance.test_engine_conformance import Divergent, search
 
@@ -26,6 +31,25 @@ def test_broken_engine_is_caught(spec):
         search(engine, oracle, PROFILE_TABLE["ci"], phases=[Phase.explicit, Phase.generate])
     report = str(caught.value)
     assert "divergence" in report and "repro" in report and '"statements"' in report
+    first = lead(caught.value.divergences)
+    assert first.primary in BROKEN[spec], (first.primary, first.signature, report[:2000])
+
+
+@pytest.mark.parametrize("spec", sorted(BROKEN))
+def test_gradspec_run_names_the_rule_the_engine_breaks(spec, tmp_path):
+    """The default budget of `gradspec run` (300 programs of 20 statements), unshrunk: a
+    program's primary clause is that of its first divergence, shrunk or not."""
+    report = run_campaign(spec, "torch", out_dir=tmp_path, progress=None, shrink=False,
+                          probe=False)
+    judged = [d for d in report.divergences if d["what"] != "internal"]
+    assert report.exit_code == 1 and judged and report.groups
+    primaries = [d["primary"][0] if d["primary"] else None for d in judged]
+    named = sum(p in BROKEN[spec] for p in primaries)
+    assert BROKEN[spec][0] in primaries
+    assert report.groups[0]["primary"] in BROKEN[spec], report.groups[0]
+    assert named >= 0.9 * len(judged), [(g["primary"], g["signature"], g["count"])
+                                        for g in report.groups]
+    assert sum(g["count"] for g in report.groups) == len(report.divergences)
 
 
 def test_ci_search_is_the_same_in_another_process():

@@ -27,7 +27,11 @@ from conformance.pytest_plugin import (
 
 
 class Divergent(AssertionError):
-    pass
+    """A program on which engine and oracle disagree: the report, and the divergences."""
+
+    def __init__(self, report: str, divergences: list = ()):
+        super().__init__(report)
+        self.divergences = list(divergences)
 
 
 def search(engine, oracle, profile, xfails=(), isolated=None, **overrides) -> list:
@@ -55,10 +59,10 @@ def search(engine, oracle, profile, xfails=(), isolated=None, **overrides) -> li
             if not diverged:     # while shrinking a divergence: not the divergence, go on
                 faults.append(fault)
             return
-        unexpected, met = split_expected(divs, list(xfails))
+        unexpected, met = split_expected(divs, list(xfails), program.seed, program)
         if unexpected:
             diverged.append(program)
-            raise Divergent(describe(program, divs, engine, (o, e)))
+            raise Divergent(describe(program, divs, engine, (o, e)), divs)
         expected.extend(met)
     check()
     if faults:

@@ -108,6 +108,12 @@ def test_cells_say_what_happened(matrix):
     assert {c["status"] for c in torch_col.cells.values()} <= {"pass", "n/a"}
     assert torch_col.cells["LEAF-1"]["status"] == "pass"
     assert broken.cells["INPLACE-1"]["status"] == "diverges"
+    # one problem (LEAF_INPLACE not raised) in every divergent program, counted once
+    assert broken.divergent >= 2 and broken.problems == len(broken.groups) == 1
+    assert broken.cells["INPLACE-1"]["problems"] == 1
+    assert broken.groups[0]["primary"] == "INPLACE-1" and broken.groups[0]["count"] == \
+        broken.divergent and (out / broken.groups[0]["repro_engine"]).exists()
+    assert sum(c["status"] == "diverges" for c in broken.cells.values()) == 1
     repro = out / broken.cells["INPLACE-1"]["repro"]
     assert repro.exists() and repro.name.startswith("repro_")
     for cid, cell in torch_col.cells.items():
@@ -141,6 +147,10 @@ def test_the_markdown_table(matrix):
     assert any("[diverges](" in ln for ln in table)
     assert any("n/a (engine unavailable" in ln for ln in table)
     assert any("could not run: unknown engine 'no-such-engine'" in ln for ln in lines)
+    assert any("divergent, 1 distinct problem;" in ln for ln in lines)
+    assert any("x INPLACE-1 `inplace/outcome/LEAF_INPLACE/ok`: [smallest program](" in ln
+               for ln in lines)
+    assert "(1 distinct problem)" in next(ln for ln in table if "[INPLACE-1](" in ln)
     data = json.loads((out / "matrix.json").read_text())
     assert [e["engine"] for e in data["engines"]] == ENGINES
 

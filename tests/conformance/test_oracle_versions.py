@@ -33,8 +33,30 @@ def _leaf_inplace(clause: str) -> Program:
     ])
 
 
+def lenient_grad(device="cpu"):
+    """torch, but a .grad of the wrong shape is dropped instead of refused (breaks LEAF-12)."""
+    e = torch_engine(device)
+    e.name = "lenientgrad"
+    assign = e.set_grad
+
+    def set_grad(t, value):
+        if value is None or tuple(value.shape) == tuple(t.shape):
+            assign(t, value)
+    e.set_grad = set_grad
+    return e
+
+
 def newer_source(seed, capabilities=None, size=20):
-    return _leaf_inplace("LEAF-12")         # since 2.1
+    """A .grad of the wrong shape assigned: torch raises GRAD_ASSIGN_SHAPE, whose clause is
+    LEAF-12 (since 2.1); the lenient_grad engine does not."""
+    return Program([
+        S("leaf", out="x", params={"values": [1.0, 2.0], "shape": [2], "dtype": "float32",
+                                   "requires_grad": True}, clauses=["LEAF-1"]),
+        S("leaf", out="g", params={"values": [1.0, 2.0, 3.0], "shape": [3],
+                                   "dtype": "float32"}, clauses=["LEAF-1"]),
+        S("set_grad", target="x", args=["g"], clauses=["LEAF-12"]),
+        S("observe", target="x", params={"what": "requires_grad"}),
+    ])
 
 
 def older_source(seed, capabilities=None, size=20):
@@ -57,7 +79,7 @@ def test_release_numbers():
 
 
 def test_clauses_newer_than_the_oracle_are_not_applicable(tmp_path):
-    report = run_campaign(f"{CORE}:no_leaf_check", f"{MOD}:old_torch", count=2,
+    report = run_campaign(f"{MOD}:lenient_grad", f"{MOD}:old_torch", count=2,
                           out_dir=tmp_path, progress=None, source=newer_source, probe=False)
     assert report.oracle_version == "2.0.1+cpu"
     assert report.exit_code == 0 and report.divergences == []
@@ -72,7 +94,7 @@ def test_clauses_newer_than_the_oracle_are_not_applicable(tmp_path):
 
 
 def test_the_same_divergence_on_a_current_oracle_fails(tmp_path):
-    report = run_campaign(f"{CORE}:no_leaf_check", "torch", count=2, out_dir=tmp_path,
+    report = run_campaign(f"{MOD}:lenient_grad", "torch", count=2, out_dir=tmp_path,
                           progress=None, source=newer_source, probe=False)
     assert report.exit_code == 1 and report.clauses["LEAF-12"]["status"] == "diverges"
 

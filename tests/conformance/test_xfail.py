@@ -57,11 +57,52 @@ def test_the_format():
     ("LEAF-5 @paddle\n", "LEAF-5 has no reason"),
     ("seed:x why\n", "'seed:x' is not a clause ID"),
     ("LEAF-5 a\nLEAF-5 b\n", "xfail file:2: LEAF-5 is listed twice (first on line 1)"),
+    ("sig:a/b/c three fields\n", "'sig:a/b/c' is not a clause ID"),
+    ("sig:a/b/c/d/e five fields\n", "'sig:a/b/c/d/e' is not a clause ID"),
+    ("sig: why\n", "'sig:' is not a clause ID"),
+    ("graph_freed lower case\n", "'graph_freed' is not a clause ID"),
 ])
 def test_bad_lines(text, words):
     with pytest.raises(XfailError) as info:
         parse(text)
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_error_kind_and_signature_entries():
+    entries = parse("GRAPH_FREED  @x  kind\nsig:inplace/outcome/LEAF_INPLACE/ok  sig\n"
+                    "sig:observe/grad/*  pattern\nINPLACE-1  clause\n")
+    assert [(x.kind, x.pattern) for x in entries] == [
+        ("error", ""), ("signature", "inplace/outcome/LEAF_INPLACE/ok"),
+        ("signature", "observe/grad/*"), ("clause", "")]
+    kind, sig, pattern, clause = entries
+    assert match(entries, [], 1, "grad/outcome/GRAPH_FREED/HOOK_CHANGED_SIZE") is kind
+    assert match(entries, [], 1, "backward/outcome/ok/GRAPH_FREED") is kind   # engine's too
+    assert match(entries, [], 1, "observe/grad/None/tensor") is pattern
+    assert match(entries, [], 1, "observe/version/number/other-number") is None
+    assert match(entries, ["INPLACE-1"], 1, "inplace/outcome/LEAF_INPLACE/ok") is sig
+    assert match(entries[3:], ["INPLACE-1"], 1) is clause      # an old call: no signature
+    assert match(entries, [], 1, "observe/value/tensor/GRAPH_FREED") is None  # no outcome
+
+
+def test_an_error_kind_entry_goes_stale_when_its_clauses_pass(tmp_path):
+    """VERSION_MISMATCH is VER-7's kind: the sample programs exercise VER-7 without a
+    divergence, so the entry now passes; LEAF_INPLACE (INPLACE-1) expects what diverges."""
+    text = "VERSION_MISMATCH  fixed since\nLEAF_INPLACE  no leaf check\n"
+    report = run_campaign(f"{MOD}:no_leaf_check", "torch", count=6, out_dir=tmp_path,
+                          progress=None, source=source, xfails=parse(text), probe=False)
+    assert report.divergences == [] and report.expected_failures
+    assert {d["xfail"]["id"] for d in report.expected_failures} == {"LEAF_INPLACE"}
+    (x,) = report.stale_xfails
+    assert x["id"] == "VERSION_MISMATCH" and x["stale"].startswith("now passes: VER-7")
+
+
+def test_an_unknown_error_kind_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "xfail.txt"
+    bad.write_text("# fine\nGRAPH_FREED  known\nGRAPH_FREEDOM  a typo\n")
+    assert main(["run", "--engine", "torch", "--count", "1", "--xfail", str(bad),
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and ":3: GRAPH_FREEDOM is not an error or warning kind" in err
 
 
 def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
@@ -143,11 +184,20 @@ def test_a_divergence_is_attributed_to_its_statements_own_clauses():
     assert match(parse("FREE-1  never frees\n"), attributed(p, divs), p.seed).id == "FREE-1"
     assert match(parse("seed:7  this program\n"), ["LEAF-1"], 7).id == "seed:7"
     bare = Program([Stmt.from_json(s.to_json() | {"clauses": []}) for s in p.statements])
-    assert attributed(bare, divs) == divs[0].clauses     # no own clauses: the slice's
+    bare_divs = compare(bare, execute(bare, oracle), execute(bare, engine))
+    assert attributed(bare, bare_divs) == ["FREE-1"]     # by its error kind, not by tags
 
 
-@pytest.mark.parametrize("entry,expected", [("GRAPH-1", False), ("FREE-1", True)])
-def test_gradspec_run_and_pytest_expect_the_same_divergences(tmp_path, entry, expected):
+@pytest.mark.parametrize("entry,expected,stale", [
+    ("GRAPH-1", False, ["GRAPH-1"]),        # counted against FREE-1, not GRAPH-1
+    ("FREE-1", True, []),
+    ("GRAPH_FREED", True, []),              # the error kind the oracle raised
+    ("VERSION_MISMATCH", False, []),        # VER-7 not exercised: neither stale nor confirmed
+    ("sig:backward/outcome/GRAPH_FREED/ok", True, []),
+    ("sig:*/outcome/GRAPH_FREED/*", True, []),
+    ("sig:grad/*", False, []),
+])
+def test_gradspec_run_and_pytest_expect_the_same_divergences(tmp_path, entry, expected, stale):
     from conformance.engines import load_engine
     from conformance.pytest_plugin import check_program
     entries = parse(f"{entry}  never frees saved values\n")
@@ -155,8 +205,7 @@ def test_gradspec_run_and_pytest_expect_the_same_divergences(tmp_path, entry, ex
                           source=sliced, xfails=entries, probe=False, shrink=False)
     assert len(report.expected_failures) == int(expected)
     assert len(report.divergences) == int(not expected)
-    stale = [x["id"] for x in report.stale_xfails]
-    assert stale == ([] if expected else ["GRAPH-1"])    # counted against FREE-1, not GRAPH-1
+    assert [x["id"] for x in report.stale_xfails] == stale
     oracle, engine = load_engine("torch"), load_engine(NEVER_FREES)
     outcome = pytest.xfail.Exception if expected else pytest.fail.Exception
     with pytest.raises(outcome):

@@ -1,0 +1,89 @@
+"""Which spec clauses define what the oracle shows at a divergence: the tables the verdict
+(conformance/judge/verdict.py) picks a divergence's primary clause from.
+
+An error kind is defined by the clauses spec/errors.md lists for it (read from there, never
+copied here). What this module adds is the spec's word on the other observations: per
+observable (and the form of the oracle's value, where the rule that applies depends on it),
+the clauses whose rule says what that observable shows, and per error kind the clauses under
+which the oracle does *not* raise it (an engine that raises it there breaks one of those).
+Each tuple is ordered from the most specific rule to the most general one: the verdict takes
+the first clause of the tuple that the divergent statement, or the statement that made what it
+observes, exercises (then: that anything in its backward slice exercises), and falls back on
+the general rule.
+"""
+from __future__ import annotations
+
+# error kind -> the clauses under which the oracle does not raise it, most specific first
+ALLOWS: dict[str, tuple[str, ...]] = {
+    "LEAF_INPLACE": ("INPLACE-4", "INPLACE-5", "INPLACE-6", "INPLACE-14", "INPLACE-11",
+                     "INPLACE-9"),
+    "VIEW_OF_LEAF_INPLACE": ("INPLACE-4", "INPLACE-5", "INPLACE-6", "INPLACE-14", "INPLACE-8",
+                             "INPLACE-9"),
+    "NO_GRAD_VIEW_INPLACE": ("INPLACE-4",),
+    "VERSION_MISMATCH": ("VER-8", "VER-11", "VER-12", "VER-13", "VER-6", "INPLACE-5",
+                         "INPLACE-12", "VER-14"),
+    "GRAPH_FREED": ("FREE-2", "FREE-3", "FREE-6", "FREE-7", "API-5"),
+    "NO_GRAD_FN": ("API-5", "MODE-2", "GRAPH-1"),
+    "IMPLICIT_GRAD_NONSCALAR": ("API-2",),
+    "GRAD_OUTPUT_SHAPE": ("API-2", "API-9"),
+    "RETAIN_GRAD_NO_REQUIRES_GRAD": ("RETAIN-3", "RETAIN-1"),
+    "HOOK_NO_REQUIRES_GRAD": ("HOOK-1",),
+    "HOOK_CHANGED_SIZE": ("HOOK-4", "HOOK-3"),
+    "GRAD_ASSIGN_SHAPE": ("LEAF-14",),
+    "GRAD_ASSIGN_DTYPE": ("LEAF-14",),
+    "INPUT_NO_REQUIRES_GRAD": ("API-10",),
+}
+
+# (observable, form of the oracle's value) or observable -> the clauses whose rule says what
+# it shows, most specific first; the last is the observable's general rule, the primary clause
+# when neither statement exercises any (None: there is none, the statement's own first clause
+# is). Forms: None, True, False, number, name, tensor (verdict.py, `form`); "<observable>.dtype"
+# is the dtype of what it shows.
+DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
+    ("grad", "None"): ("RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8", "LEAF-16",
+                       "RETAIN-1", "LEAF-6", "LEAF-5"),
+    "grad": ("RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8", "LEAF-9", "LEAF-5"),
+    "grad.dtype": ("RETAIN-1", "LEAF-9"),
+    "retains_grad": ("RETAIN-3", "RETAIN-2", "RETAIN-1"),
+    ("is_leaf", "True"): ("LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "LEAF-2", "LEAF-1"),
+    ("is_leaf", "False"): ("INPLACE-15", "MODE-2", "GRAPH-10", "GRAPH-1"),
+    ("requires_grad", "False"): ("LEAF-16", "LEAF-11", "MODE-9", "MODE-1", "LEAF-4",
+                                 "INPLACE-10", "LEAF-2", "GRAPH-2"),
+    ("requires_grad", "True"): ("LEAF-11", "MODE-7", "MODE-9", "MODE-2", "INPLACE-10",
+                                "LEAF-1", "GRAPH-1"),
+    ("grad_fn", "None"): ("INPLACE-4", "MODE-9", "MODE-1", "LEAF-3", "LEAF-4", "GRAPH-2",
+                          "LEAF-2", "LEAF-1"),
+    "grad_fn": ("MODE-1", "INPLACE-8", "INPLACE-7", "GRAPH-10", "MODE-2", "GRAPH-3", "GRAPH-1"),
+    "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
+    # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
+    # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)
+    ("version", "written"): ("VER-2",),
+    "version": ("VER-6", "VER-5", "VER-4", "VER-2", "VER-1", "VER-3"),
+    "value": ("INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
+              None),
+    "results": ("API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
+    # is_grad_enabled inside a grad-mode block (by what the oracle says), and outside (after
+    # one: MODE-4)
+    ("grad_enabled", "inside, False"): ("MODE-1", "MODE-3", "MODE-5", "MODE-6"),
+    ("grad_enabled", "inside, True"): ("MODE-2", "MODE-3", "MODE-5", "MODE-6"),
+    "grad_enabled": ("MODE-4", "MODE-5", "MODE-6"),
+}
+
+# hook calls: (the kind of statement that registered the hook, how the calls differ) -> the
+# clauses that define the oracle's calls, most specific first, the general rule last
+HOOK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("hook", "same tensor"): ("HOOK-2",),
+    ("hook", "reordered"): ("HOOK-14",),
+    ("hook", "missing"): ("HOOK-16", "HOOK-8", "HOOK-1"),
+    ("hook", "removed"): ("HOOK-6",),
+    ("hook", "extra"): ("HOOK-9",),
+    ("hook", "other-calls"): ("HOOK-9", "HOOK-6", "HOOK-1"),
+    ("hook", "other-gradients"): ("HOOK-11", "HOOK-10", "HOOK-4", "HOOK-3", "RETAIN-5",
+                                  "HOOK-1"),
+    ("post_hook", ""): ("HOOK-13",),
+    ("node_hook", ""): ("HOOK-15",),
+}
+
+# the spec clauses the tables cite, for the test that every one exists
+CITED = sorted({c for t in (*ALLOWS.values(), *DEFINES.values(), *HOOK_CALLS.values())
+                for c in t if c is not None})

@@ -1,0 +1,373 @@
+"""The verdict on a divergence: its primary clause and its signature.
+
+A program's statements carry every clause they exercise, and one statement exercises many (a
+backward pass: a dozen). Citing them all turns one root cause into many red clauses. So each
+divergence names one *primary* clause, the clause that defines what the oracle did at the
+differing observation, chosen by what differs (conformance/judge/defining.py holds the spec's
+word on it):
+
+- an outcome: the oracle raised an error kind: a clause spec/errors.md lists for that kind; the
+  oracle did not raise the kind the engine raised: a clause under which the oracle does not
+  raise it (ALLOWS), else the kind's own;
+- warnings: the first differing warning kind's clause (spec/errors.md);
+- hook calls: how they differ (the hooks of one tensor reordered, a removed hook called, ...);
+- an observed value or its dtype: the observable and the form of the oracle's value (DEFINES).
+
+Among the clauses that define it, the one that the divergent statement, the grad-mode blocks
+around it, or the statement that made what it observes (the tensor's binder or last writer;
+for `.grad` the last backward pass or assignment) exercises; then one that its backward slice
+exercises; else the general rule. The involved clauses (the slice, `Divergence.clauses`) are
+kept beside it.
+
+The signature names the kind of problem, with the values normalised away, so that the same
+problem in different programs groups together (`group`): the statement's kind and op, the
+observable, the oracle's outcome and the engine's, one token `kind[.op]/observable/oracle/
+engine`, e.g. `backward/outcome/GRAPH_FREED/ok` or `observe/grad/None/tensor`.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from itertools import zip_longest
+from typing import Any
+
+from ..kinds import KINDS
+from ..lang.program import Program, Stmt
+from ..lang.trace import HARNESS, Event, Trace
+from ..spec.reader import load_errors, load_spec
+from .defining import ALLOWS, DEFINES, HOOK_CALLS
+from .executor import names
+
+_ODD = re.compile(r"[^A-Za-z0-9_.+-]+")
+COMPARED = ("outcome", "warnings", "hooks", "value", "dtype")
+
+
+def _token(text: Any) -> str:
+    """A word of a signature: no separator, no space."""
+    return _ODD.sub("-", str(text)).strip("-") or "-"
+
+
+def _errors() -> dict[str, tuple[str, ...]]:
+    return {k: e.clauses for k, e in load_errors().items() if e.clauses}
+
+
+def form(value: Any) -> str:
+    """The form of an observed value, its content normalised away."""
+    if value is None or isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "name"
+    return "tensor" if isinstance(value, list) else "other"
+
+
+def _dims(value: Any) -> list[int]:
+    out = []
+    while isinstance(value, list):
+        out.append(len(value))
+        value = value[0] if value else None
+    return out
+
+
+def _relative(oracle: Any, engine: Any) -> str:
+    """The engine's value in words, beside the oracle's."""
+    a, b = form(oracle), form(engine)
+    if a != b or a in ("None", "True", "False"):
+        return b
+    if a == "tensor":
+        return "other-values" if _dims(oracle) == _dims(engine) else "other-shape"
+    return f"other-{a}"
+
+
+class _Program:
+    """The program as the verdict reads it: statements by path, the blocks around one, the
+    statement that made what an observation shows, and the hooks."""
+
+    def __init__(self, program: Program):
+        self.flat: list[tuple[str, Stmt]] = list(program.walk())
+        self.at = {p: i for i, (p, _) in enumerate(self.flat)}
+        self.stmts = dict(self.flat)
+        self.hooks: dict[str, tuple[str, tuple[str | None, int], str | None, int]] = {}
+        self.removed: dict[str, int] = {}       # handle -> position of its removal
+        generation: dict[str, int] = {}         # name -> how often it was bound
+        for i, (_, s) in enumerate(self.flat):
+            kind = KINDS.get(s.op)
+            if kind is not None and kind.binds_handle:
+                label = s.params.get("label") or s.out
+                key = (s.target, generation.get(s.target or "", 0))
+                self.hooks.setdefault(str(label), (s.op, key, s.out, i))
+            elif kind is not None and kind.takes_handle and s.target:
+                self.removed.setdefault(s.target, i)
+            for n in names(s)[1]:
+                generation[n] = generation.get(n, 0) + 1
+
+    def enclosing(self, path: str) -> list[Stmt]:
+        """The blocks around the statement at `path`, innermost first."""
+        parts = path.split(".")
+        return [self.stmts[p] for p in (".".join(parts[:k]) for k in
+                                        range(len(parts) - 1, 0, -1)) if p in self.stmts]
+
+    def maker(self, path: str, tensor: str | None, aspect: str) -> Stmt | None:
+        """The statement that made what an observation of `aspect` of `tensor` shows: the
+        last before it that bound the tensor or changed it (wrote into it, set a flag, its
+        .grad or a hook on it; not one that derived another tensor from it), for .grad also
+        the last backward pass; for grad mode, the last grad-mode block before it. A version
+        is made by its binder or a write."""
+        pos = self.at.get(path)
+        if pos is None or (tensor is None and aspect != "grad_enabled"):
+            return None
+        for p, s in reversed(self.flat[:pos]):
+            kind = KINDS.get(s.op)
+            if kind is None or path.startswith(p + "."):
+                continue
+            if tensor is None:
+                if kind.block:
+                    return s
+                continue
+            if kind.block:
+                continue
+            bound = names(s)[1]
+            changes = s.target == tensor and not kind.valued and not kind.aliases and (
+                kind.binds_handle or all(n == tensor for n in bound)) and (
+                kind.writes or aspect != "version")     # only a write changes a version
+            if tensor in bound or changes or (aspect == "grad" and kind.backward_pass):
+                return s
+        return None
+
+    def near(self, s: Stmt, path: str, own: list[str], made: Stmt | None) -> list[str]:
+        """The clauses nearest an observation: its own, its blocks', its maker's and the
+        maker's blocks'."""
+        found = list(own)
+        for b in self.enclosing(path):
+            found += b.clauses
+        if made is not None:
+            found += made.clauses
+            where = next((p for p, t in self.flat if t is made), None)
+            for b in self.enclosing(where) if where else []:
+                found += b.clauses
+        return found
+
+
+def _pick(candidates: Iterable[str | None], near: list[str], involved: list[str],
+          default: str | None) -> str | None:
+    cands = [c for c in candidates if c is not None]
+    return next((c for c in cands if c in near), None) or \
+        next((c for c in cands if c in involved), None) or default
+
+
+def _outcome(o: Event, e: Event | None) -> tuple[str, str, tuple[str, ...], str | None]:
+    """(oracle, engine, candidate clauses, default) of an outcome divergence."""
+    errors = _errors()
+
+    def word(ev: Event | None) -> str:
+        if ev is None:
+            return "not-run"
+        return (ev.error or "OTHER") if ev.status == "error" else ev.status
+    if o.status == "error" and o.error in errors:
+        return word(o), word(e), errors[o.error], errors[o.error][0]
+    if e is not None and e.status == "error" and e.error in errors:
+        return word(o), word(e), ALLOWS.get(e.error, ()) + errors[e.error], errors[e.error][0]
+    return word(o), word(e), (), None
+
+
+def _warnings(o: Event, e: Event) -> tuple[str, str, tuple[str, ...], str | None]:
+    """The kinds warned (each once: how often is a value), and the first differing one's
+    clauses."""
+    first = next((a or b for a, b in zip_longest(o.warnings, e.warnings) if a != b), None)
+    cands = _errors().get(first or "", ())
+    ow, ew = ("+".join(dict.fromkeys(w)) or "none" for w in (o.warnings, e.warnings))
+    return ow, ew if ew != ow else "other-count", cands, cands[0] if cands else None
+
+
+def _hooks(view: _Program, path: str, o: Event, e: Event
+           ) -> tuple[str, str, tuple[str, ...], str | None]:
+    """How the hook calls differ, and the clauses that define the oracle's: by the kind of
+    hook the first differing call is of, and how it differs."""
+    ol, el = [str(c[0]) for c in o.hooks], [str(c[0]) for c in e.hooks]
+    missing, extra = Counter(ol) - Counter(el), Counter(el) - Counter(ol)
+    if ol == el:
+        how = key = "other-gradients"
+        label = next((str(a[0]) for a, b in zip(o.hooks, e.hooks, strict=True) if a != b),
+                     ol[0] if ol else "")
+    elif not missing and not extra:
+        i = next(i for i, (a, b) in enumerate(zip(ol, el, strict=True)) if a != b)
+        how, label = "reordered", ol[i]
+        mine, theirs = view.hooks.get(ol[i]), view.hooks.get(el[i])
+        key = "same tensor" if mine and theirs and mine[1] == theirs[1] else how
+    else:
+        how = "missing" if not extra else "extra" if not missing else "other-calls"
+        label = next(c for c in ol if c in missing) if how == "missing" else \
+            next(c for c in el if c in extra)
+        key = how
+    hook = view.hooks.get(label)
+    if how == "extra" and hook and view.removed.get(hook[2] or "", len(view.flat)) < \
+            view.at.get(path, 0):
+        key = "removed"         # a hook called after its handle was removed
+    op = hook[0] if hook else "hook"
+    cands = HOOK_CALLS.get((op, key if op == "hook" else ""), HOOK_CALLS[("hook", "missing")])
+    return "calls" if ol else "none", how, cands, cands[-1]
+
+
+def _observation(s: Stmt, kind: Any, d: Any, o: Event, e: Event
+                 ) -> tuple[str | None, str, list[str] | None, Any, Any]:
+    """(tensor, aspect, its own clauses or None, oracle's value, engine's) of the one
+    observation of the statement that the divergence reports (a sweep makes many)."""
+    try:
+        items = kind.observations(s, o, e) if hasattr(kind, "observations") else \
+            [(*kind.observed(s), None, (o.value, o.dtype), (e.value, e.dtype))]
+    except Exception:  # noqa: BLE001 - a malformed value: judged as the statement's
+        items = [(*kind.observed(s), None, (o.value, o.dtype), (e.value, e.dtype))]
+    for tensor, aspect, clauses, (ov, _), (ev, _) in items:
+        label = aspect if tensor is None else f"{tensor}.{aspect}"
+        if d.oracle.startswith((f"{label} = ", f"{label} has dtype ")):
+            return tensor, aspect, clauses, ov, ev
+    tensor, aspect = kind.observed(s)
+    return tensor, aspect, None, o.value, e.value
+
+
+def _valued(view: _Program, s: Stmt, kind: Any, d: Any, o: Event, e: Event
+            ) -> tuple[str, str, str, tuple[str | None, ...], str | None, list[str]]:
+    """(observable, oracle, engine, candidates, default, nearest clauses) of a divergent
+    observation (its value, or its dtype)."""
+    tensor, aspect, own, ov, ev = _observation(s, kind, d, o, e)
+    made = view.maker(d.path, tensor, aspect)
+    observable = f"{aspect}.dtype" if d.what == "dtype" else aspect
+    key: Any = (observable, form(ov))
+    if aspect == "version" and made is not None and made.target == tensor and \
+            KINDS[made.op].writes:
+        key = ("version", "written")
+    elif aspect == "grad_enabled" and view.enclosing(d.path):
+        key = ("grad_enabled", f"inside, {form(ov)}")
+    cands = DEFINES.get(key) or DEFINES.get(observable, ())
+    near = view.near(s, d.path, list(s.clauses) if own is None else own, made)
+    default = cands[-1] if cands and cands[-1] else (near[0] if near else None)
+    if d.what == "dtype":
+        return observable, "dtype", "other-dtype", cands, default, near
+    return observable, form(ov), _relative(ov, ev), cands, default, near
+
+
+def _where(s: Stmt | None, d: Any, o: Event | None, e: Event | None) -> str:
+    """The statement's kind (every observation, observe or sweep, is `observe`), and its op
+    (`call.mul`, `mode.no_grad`) where an outcome differs by an error no spec kind names (an
+    op the engine cannot run is a problem of that op; LEAF_INPLACE is the same problem
+    whatever the in-place op)."""
+    if s is None:
+        return _token(d.op or "program")
+    kind = KINDS.get(s.op)
+    if kind is not None and getattr(kind, "sweeps", False):
+        return "observe"
+    op = s.params.get("fn") or s.params.get("mode")
+    other = any(ev is not None and ev.status == "error" and ev.error not in _errors()
+                for ev in (o, e))
+    return _token(s.op + (f".{op}" if isinstance(op, str) and other else ""))
+
+
+def judge_one(view: _Program, d: Any, o: Event | None, e: Event | None
+              ) -> tuple[str | None, str]:
+    """(primary clause, signature) of one divergence."""
+    s = view.stmts.get(d.path)
+    where = _where(s, d, o, e)
+    if d.what == HARNESS:       # gradspec's own failure: no clause, nothing compared
+        return None, f"{where}/harness/-/-"
+    kind = KINDS.get(s.op) if s is not None else None
+    if s is None or kind is None or o is None or d.what not in COMPARED or (
+            d.what != "outcome" and e is None):
+        # a crash, a hang, gradspec's bug, a grad-mode leak: nothing the oracle did differs;
+        # the statement's own first clause, as tagged
+        detail = d.engine.split(":", 1)[0] if d.what == "internal" else "-"
+        return (d.clauses[0] if d.clauses else None), \
+            f"{where}/{_token(d.what)}/-/{_token(detail)}"
+    near = view.near(s, d.path, list(s.clauses), None)
+    observable = d.what
+    if d.what == "outcome":
+        ow, ew, cands, default = _outcome(o, e)
+    elif d.what == "warnings":
+        ow, ew, cands, default = _warnings(o, e)
+    elif d.what == "hooks":
+        ow, ew, cands, default = _hooks(view, d.path, o, e)
+    else:
+        observable, ow, ew, cands, default, near = _valued(view, s, kind, d, o, e)
+    if default is None:
+        default = near[0] if near else (d.clauses[0] if d.clauses else None)
+    primary = _pick(cands, near, list(d.clauses), default)
+    return primary, "/".join([where, _token(observable), _token(ow), _token(ew)])
+
+
+def attribute(program: Program, oracle: Trace | None, engine: Trace | None,
+              divergences: list[Any]) -> list[Any]:
+    """Set `primary` and `signature` of each divergence of `program` (whose traces are
+    `oracle` and `engine`; None for a program that was not judged); returns them."""
+    view = _Program(program)
+    ob = oracle.by_path() if oracle is not None else {}
+    eb = engine.by_path() if engine is not None else {}
+    for d in divergences:
+        d.primary, d.signature = judge_one(view, d, ob.get(d.path), eb.get(d.path))
+    return divergences
+
+
+def lead(divergences: list[Any]) -> Any | None:
+    """The divergence a program is judged by: its first, the one the rest follow from. The
+    warnings of a sweep are those of all its observations: when they differ, the first of its
+    observations that differs is the first differing observation."""
+    if not divergences:
+        return None
+    first = divergences[0]
+    kind = KINDS.get(first.op)
+    if first.what == "warnings" and kind is not None and getattr(kind, "sweeps", False):
+        first = next((d for d in divergences if d.path == first.path and
+                      d.what in ("value", "dtype")), first)
+    return first
+
+
+def verdict(divergences: list[Any]) -> tuple[list[str], str]:
+    """A program's primary clause (a list of at most one) and signature: those of the
+    divergence it is judged by (`lead`)."""
+    first = lead(divergences)
+    if first is None:
+        return [], ""
+    return ([first.primary] if first.primary else []), first.signature
+
+
+def error_kinds(signature: str) -> list[str]:
+    """The error and warning kinds a signature names (the oracle's and the engine's)."""
+    parts = signature.split("/")
+    if len(parts) != 4 or parts[1] not in ("outcome", "warnings"):
+        return []
+    known = load_errors()
+    return [k for k in dict.fromkeys(parts[2].split("+") + parts[3].split("+"))
+            if k in known or k == "OTHER"]
+
+
+def inapplicable(clause: str | None, capabilities: Iterable[str] | None) -> str | None:
+    """Why a divergence whose primary clause is `clause` is not compared on an engine with
+    these capabilities (the clause requires one it lacks); None when it is."""
+    c = load_spec().clauses.get(clause or "")
+    if c is None or capabilities is None:
+        return None
+    caps = set(capabilities)
+    lacking = [r for r in c.requires if r not in caps]
+    return f"{clause} requires {', '.join(lacking)}, which the engine lacks" if lacking else None
+
+
+def group(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Divergent programs (report entries) grouped by problem: the same signature under the
+    same primary clause; per group its count, the programs and the smallest of them. Most
+    frequent first, then by signature: the order never depends on timing."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for entry in entries:
+        primary = (entry.get("primary") or [""])[0]
+        by.setdefault((entry.get("signature", ""), primary), []).append(entry)
+    out = []
+    for (signature, primary), members in by.items():
+        small = min(members, key=lambda m: (m.get("statements") or 0, m["index"]))
+        out.append({"signature": signature, "primary": primary or None, "count": len(members),
+                    "programs": [m["index"] for m in members], "smallest": small["index"],
+                    "program_seed": small.get("program_seed"),
+                    "statements": small.get("statements"), "folder": small.get("folder"),
+                    "repro_engine": small.get("repro_engine"),
+                    "first": small.get("first", "").splitlines()[0] if small.get("first")
+                    else ""})
+    out.sort(key=lambda g: (-g["count"], g["signature"], g["primary"] or ""))
+    return out
