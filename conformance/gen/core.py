@@ -39,8 +39,8 @@ from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
 VOCABULARIES = (1, 2, 3)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
-# size 20 give it the statements and backward passes per program RandomChooser fills to (23.0
-# against 22.5, 2.9 against 2.9: tests/generator_stats.py measures both); more steps make
+# size 20 give it the statements and backward passes per program RandomChooser fills to (22.9
+# against 22.5, 2.75 against 2.89: tests/generator_stats.py measures both); more steps make
 # programs that Hypothesis shrinks less well
 STEPS_PER_STATEMENT = 0.55
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
@@ -216,6 +216,7 @@ class Gen(BackwardPasses):
         base = a.base or a
         t = self.result(shape, a.dtype, [a], origin="view")
         t.storage = a.storage
+        t.shares = a.memory()
         t.made_at = a.storage.version
         t.base = base
         base.views.append(t)
@@ -259,6 +260,14 @@ class Gen(BackwardPasses):
 
     def inplace_ok(self, t: T) -> bool:
         return model.inplace_ok(t, self.grad_enabled)
+
+    def apart(self, t: T) -> Callable[[T], bool]:
+        """Whether a tensor is an operand an in-place write of t may read: not one with t's
+        version counter, nor (vocabulary 3) one sharing its memory through .data, whose
+        overlap makes the result depend on the order torch writes the elements in."""
+        if self.vocabulary < 3:
+            return lambda u: u.storage is not t.storage
+        return lambda u: u.storage is not t.storage and u.memory() is not t.memory()
 
     def apply_inplace(self, t: T, args: list[T], saved_out: bool,
                       setitem: bool = False, holds: bool = False) -> list[str]:

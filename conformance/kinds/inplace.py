@@ -59,7 +59,8 @@ class Inplace(Kind):
             return [], {}, []
         if fn != "copy_" and (fn == "fill_" or g.boolean("number operand", 40)):
             return [g.choice("number", NUMBERS)], {}, []
-        b = g.pick("in-place operand", lambda u: u.is_float and u.storage is not t.storage
+        apart = g.apart(t)
+        b = g.pick("in-place operand", lambda u: u.is_float and apart(u)
                    and broadcast(t.shape, u.shape) == t.shape)
         if b is None:
             b = g.make_leaf(shape=t.shape)
@@ -96,7 +97,8 @@ class Setitem(Kind):
         if g.boolean("setitem number", 50):
             value = g.choice("number", NUMBERS)
         else:
-            b = g.pick("setitem value", lambda u: u.is_float and u.storage is not t.storage
+            apart = g.apart(t)
+            b = g.pick("setitem value", lambda u: u.is_float and apart(u)
                        and broadcast(shape, u.shape) == shape)
             if b is None:
                 b = g.make_leaf(shape=shape)

@@ -365,7 +365,7 @@ class Detach(Kind):
         g.tensors[name] = T(name, a.shape, a.dtype, False, True,
                             Storage() if data else a.storage,
                             origin="data" if data else "detach", expanded=a.expanded,
-                            contiguous=a.contiguous)
+                            contiguous=a.contiguous, shares=a.memory())
         g.emit(Stmt("data" if data else "detach", out=name, target=a.name),
                ["VER-6", "INPLACE-5"] if data else ["LEAF-4", "VER-5"])
         return True

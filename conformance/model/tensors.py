@@ -56,6 +56,8 @@ class T:
     stale: bool = False              # its grad_fn is regenerated lazily by torch
     of_leaf_rg: bool = False         # a view made of a leaf that required grad at the time
     made_at: int = 0                 # storage version when its grad_fn was last set
+    shares: T | None = None          # the tensor whose memory it shares (a view, detach() or
+    #                                  .data of it; `storage` is the version counter only)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:
@@ -66,6 +68,10 @@ class T:
         # the view was made (x[0], then x written under no_grad): never draw that.
         return self.rg and self.node is not None and (
             self.base is None or self.storage.version == self.made_at)
+
+    def memory(self) -> T:
+        """The tensor that owns its memory (itself when it owns it)."""
+        return self.shares or self
 
     @property
     def ndim(self) -> int:
