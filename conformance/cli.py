@@ -115,7 +115,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "(seed, capabilities, size) -> Program instead of the generator")
     p.add_argument("--xfail", default=None, metavar="FILE",
                    help="expected failures: lines 'ID [@ENGINE,...] REASON', ID a clause, "
-                   "seed:N or a pytest node ID (format: conformance/judge/xfail.py)")
+                   "seed:N, an error kind, sig:SIGNATURE or a pytest node ID (format: "
+                   "conformance/judge/xfail.py)")
     p.add_argument("--no-probe", action="store_true",
                    help="do not probe the capabilities the engine declares absent")
     p.add_argument("--max-unjudged", type=_fraction, default=None, metavar="FRACTION",

@@ -281,8 +281,7 @@ def split_expected(divs: list, entries: list, seed: int | None = None,
                    program=None) -> tuple[list, list]:
     """(unexpected, expected) divergences of one program, each expected one paired with the
     entry that expects the program: the matcher of `gradspec run` (conformance/judge/xfail.py,
-    `expects`), on its first divergence's primary clause and signature. Neither when that
-    clause requires a capability the program was not drawn for: nothing was compared."""
+    `expects`), on its first divergence's primary clause and signature."""
     from conformance.judge.xfail import expects
     caps = program.meta.get("capabilities") if program is not None else None
     verdict, x = expects(entries, divs, seed, caps)

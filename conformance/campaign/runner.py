@@ -28,7 +28,7 @@ from ..engines import EngineError, load_engine
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness
 from ..judge.probes import check_declarations
-from ..judge.verdict import attribute, group, inapplicable, verdict
+from ..judge.verdict import attribute, group, verdict
 from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
 from ..judge.xfail import stale as stale_xfails
@@ -255,8 +255,7 @@ def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
         else:
             getattr(report, column).append(entry)
         for cid in entry["primary"]:
-            if not inapplicable(cid, ctx.caps):     # not compared: its row stays n/a
-                tallies[column][cid] = tallies[column].get(cid, 0) + 1
+            tallies[column][cid] = tallies[column].get(cid, 0) + 1
     report.clauses = rows = clause_rows(spec, ctx.caps, exercised, tallies["divergences"],
                                         tallies["crashes"], tallies["timeouts"])
     _sort(report, spec, rows, entries, xf, seeds)
@@ -266,22 +265,20 @@ def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
 def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
           xf: list[Xfail], seeds: list[int]) -> None:
     """Divergences into failing, expected and not applicable (the primary clause is newer than
-    the oracle, or requires a capability the engine lacks: not compared); clause statuses;
-    stale xfails."""
+    the oracle); clause statuses; stale xfails. A clause's `requires` never excuses a
+    divergence: it names what the clause's examples need, and a statement drawn for the
+    engine is one the engine can be asked (API-4's rule covers `backward`, its example uses
+    autograd.grad)."""
     too_new = apply_oracle_version(spec, rows, report.oracle_version)
     expected: dict[str, int] = {}
     used: set[int] = set()
     for entry in entries:
         primary = entry["primary"]
-        lacking = [r for c in primary if (r := inapplicable(c, report.capabilities))]
         if is_harness(entry):       # gradspec's own failure: nothing excuses it
             report.divergences.append(entry)
         elif primary and all(c in too_new for c in primary):
             entry["not_applicable"] = "; ".join(
                 f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in primary)
-            report.not_applicable.append(entry)
-        elif lacking:   # what the oracle did there is defined by a clause the engine lacks
-            entry["not_applicable"] = "; ".join(lacking)
             report.not_applicable.append(entry)
         elif (x := xfail_match(xf, primary, entry["program_seed"],
                                entry.get("signature", ""))) is not None:

@@ -22,10 +22,17 @@ from .verdict import lead
 
 
 def prune(stmts: list[Stmt], bound: set[str] | None = None) -> list[Stmt]:
-    """Drop statements that use names nothing earlier binds, and grad-mode blocks left empty."""
+    """Drop statements that use names nothing earlier binds, and grad-mode blocks left empty;
+    a sweep keeps the items whose tensor is still bound (dropping one tensor's binder must
+    not drop the observations of the others)."""
     bound = set() if bound is None else bound
     out: list[Stmt] = []
     for s in stmts:
+        if s.op in KINDS and KINDS[s.op].sweeps:
+            items = [it for it in s.params.get("of") or [] if it and it[0] in bound]
+            if not items:
+                continue
+            s = replace(s, params={**s.params, "of": items})
         read, binds = names(s)
         if not all(n in bound for n in read):
             continue

@@ -35,7 +35,7 @@ from typing import Any
 from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
-from ..spec.reader import load_errors, load_spec
+from ..spec.reader import load_errors
 from .defining import ALLOWS, DEFINES, HOOK_CALLS
 from .executor import names
 
@@ -338,17 +338,6 @@ def error_kinds(signature: str) -> list[str]:
     known = load_errors()
     return [k for k in dict.fromkeys(parts[2].split("+") + parts[3].split("+"))
             if k in known or k == "OTHER"]
-
-
-def inapplicable(clause: str | None, capabilities: Iterable[str] | None) -> str | None:
-    """Why a divergence whose primary clause is `clause` is not compared on an engine with
-    these capabilities (the clause requires one it lacks); None when it is."""
-    c = load_spec().clauses.get(clause or "")
-    if c is None or capabilities is None:
-        return None
-    caps = set(capabilities)
-    lacking = [r for r in c.requires if r not in caps]
-    return f"{clause} requires {', '.join(lacking)}, which the engine lacks" if lacking else None
 
 
 def group(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

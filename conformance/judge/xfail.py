@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.reader import load_errors, load_spec
-from .verdict import error_kinds, inapplicable, verdict
+from .verdict import error_kinds, verdict
 
 _CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
 _SEED = re.compile(r"^seed:([0-9]+)$")
@@ -201,14 +201,12 @@ def match(entries: list[Xfail], clauses: list[str], program_seed: int | None,
 
 def expects(entries: list[Xfail], divergences: list[Any], program_seed: int | None = None,
             capabilities: Iterable[str] | None = None) -> tuple[str, Xfail | None]:
-    """What becomes of one program's divergences: ("fails", None); ("expected", the entry
-    that expects them); ("not applicable", None) when the first one's primary clause requires
-    a capability not among `capabilities` (None: all), so that nothing was compared."""
+    """What becomes of one program's divergences: ("fails", None) or ("expected", the entry
+    that expects them). `capabilities` is not used to excuse anything: a clause's `requires`
+    names what its examples need (see campaign/runner.py, _sort)."""
     if not divergences:
         return "passes", None
     primary, signature = verdict(divergences)
-    if primary and inapplicable(primary[0], capabilities):
-        return "not applicable", None
     x = match(entries, primary, program_seed, signature)
     return ("expected", x) if x is not None else ("fails", None)
 

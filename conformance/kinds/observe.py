@@ -147,7 +147,7 @@ class Sweep(Kind):
             name, what, clauses = item
             if not (isinstance(name, str) and fields.is_name(name)):
                 fields.fail(path, where, f"{name!r} is not a name")
-            if what not in TABLE:
+            if not isinstance(what, str) or what not in TABLE:
                 fields.fail(path, where, f"unknown observable {what!r}")
             if not (isinstance(clauses, list) and all(
                     isinstance(c, str) and CLAUSE_ID.fullmatch(c) for c in clauses)):

@@ -414,3 +414,63 @@ def test_a_grad_outputs_tensor_may_be_a_result(torch_engine):
     assert compare(p, o, e) == []
     e.by_path()["6"].value = [9.0, 9.0]             # g itself is not open: it was the target
     assert [d.path for d in compare(p, o, e)] == ["6"]
+
+
+# ---- the closing sweep: judged item by item ---------------------------------------------------
+def _sweep(*items: tuple[str, str]) -> S:
+    return S("sweep", params={"of": [[t, what, []] for t, what in items]})
+
+
+class HalfGrad(TorchLike):
+    """torch, but every observed .grad is halved (and a float32 .grad read as float64)."""
+
+    def __init__(self, torch, dtype_too=False):
+        super().__init__(torch, "halfgrad", "cpu")
+        self.dtype_too = dtype_too
+
+    def get_grad(self, t):
+        g = super().get_grad(t)
+        if g is None:
+            return None
+        return g.double() if self.dtype_too else g * 0.5
+
+
+def _backward_program() -> Program:
+    return Program([leaf("x", [1.0, 2.0], [2], dtype="float32"),
+                    S("call", out="y", args=["x", 3.0], params={"fn": "mul"}),
+                    S("call", out="s", args=["y"], params={"fn": "sum"}),
+                    S("backward", target="s"),
+                    _sweep(("x", "value"), ("x", "grad"), ("y", "requires_grad"))])
+
+
+def test_a_sweep_item_that_differs_is_one_divergence_naming_its_tensor(torch_engine):
+    import torch
+    p = _backward_program()
+    found = compare(p, execute(p, torch_engine), execute(p, HalfGrad(torch)))
+    assert [(d.path, d.what) for d in found] == [("4", "value")]
+    assert "x.grad = [3.0, 3.0]" in found[0].oracle and "x.grad = [1.5, 1.5]" in found[0].engine
+
+
+def test_a_dtype_that_differs_is_a_divergence_even_when_the_numbers_agree(torch_engine):
+    import torch
+    p = _backward_program()
+    found = compare(p, execute(p, torch_engine), execute(p, HalfGrad(torch, dtype_too=True)))
+    assert [(d.path, d.what) for d in found] == [("4", "dtype")]
+    assert "float32" in found[0].oracle and "float64" in found[0].engine
+
+
+def test_a_sweep_leaves_out_what_may_be_one_object_and_its_warnings(torch_engine):
+    """autograd.grad may return a grad_outputs tensor itself (UNSPEC-3): refimpl returns a
+    copy, so `v.requires_grad_()` changes r on torch alone, and the .grad of what is computed
+    from r (a non-leaf on torch, with a warning, a leaf on refimpl) is left open, in an
+    observe statement and in a sweep alike."""
+    p = Program([leaf("x", [1.0, 2.0], [2], rg=True), leaf("v", [1.0, 1.0], [2], rg=False),
+                 S("call", out="y", args=["x", 0.0], params={"fn": "add"}),
+                 S("grad", params={"outputs": ["y"], "inputs": ["x"], "grad_outputs": ["v"],
+                                   "outs": ["r"]}),
+                 S("requires_grad_", target="v", params={"value": True}),
+                 S("call", out="h", args=["r", 2.0], params={"fn": "mul"}),
+                 obs("h", "grad"), _sweep(("h", "grad"), ("x", "value"))])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["7"].warnings != e.by_path()["7"].warnings    # what is left open
+    assert compare(p, o, e) == []

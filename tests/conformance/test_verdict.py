@@ -164,7 +164,7 @@ def test_hook_calls_after_remove_and_off_the_path():
     assert run(["b"], []) == ("HOOK-1", "missing")
 
 
-# ---- not applicable: not compared ------------------------------------------------------------
+# ---- a clause's requires excuses nothing --------------------------------------------------
 class SilentBackward(TorchLike):
     """Backward on a tensor that does not require grad does nothing where torch raises
     NO_GRAD_FN (API-4); it declares no autograd_grad, a capability API-4 requires."""
@@ -192,20 +192,21 @@ def no_grad_fn(seed: int = 0, capabilities=None, size: int = 20) -> Program:
     ], seed=seed, meta={"capabilities": sorted(ALL_CAPABILITIES - {"autograd_grad"})})
 
 
-def test_backward_without_grad_fn_is_api_4_and_not_compared_without_autograd_grad(tmp_path):
+def test_backward_without_grad_fn_is_api_4_and_fails_even_without_autograd_grad(tmp_path):
+    """API-4's `requires` names autograd_grad (its example's), but its rule covers backward:
+    the engine was asked, and its divergence is not excused."""
     divs = judged(no_grad_fn(), f"{HERE}:silent_backward")
     assert [(d.primary, d.signature) for d in divs] == [
         ("API-4", "backward/outcome/NO_GRAD_FN/ok")]
     assert "API-5" in divs[0].clauses            # involved, never the primary
-    assert split_expected(divs, [], 0, no_grad_fn()) == ([], [])
+    unexpected, met = split_expected(divs, [], 0, no_grad_fn())
+    assert unexpected == divs and met == []
     report = run_campaign(f"{HERE}:silent_backward", "torch", count=2, out_dir=tmp_path,
                           progress=None, source=no_grad_fn, probe=False, shrink=False)
-    assert report.exit_code == 0 and report.divergences == [] and report.groups == []
-    assert [e["primary"] for e in report.not_applicable] == [["API-4"], ["API-4"]]
-    assert "API-4 requires autograd_grad, which the engine lacks" in \
-        report.not_applicable[0]["not_applicable"]
+    assert report.exit_code == 1 and report.not_applicable == []
+    assert [e["primary"] for e in report.divergences] == [["API-4"], ["API-4"]]
+    assert [g["primary"] for g in report.groups] == ["API-4"]
     assert report.clauses["API-5"]["status"] == "pass"
-    assert report.clauses["API-4"]["status"] == "n/a"
 
 
 # ---- grouping ----------------------------------------------------------------------------
