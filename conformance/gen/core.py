@@ -25,7 +25,7 @@ from ..lang import ops
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
-from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES
+from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
 from . import errors
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
@@ -160,8 +160,8 @@ class Gen(BackwardPasses):
         """n leaf values: small ints for int64, else from the VALUES grid."""
         if dtype == "int64":
             return [self.integer("int value", -3, 3) for _ in range(n)]
-        choice = self.choice
-        return [choice("value", VALUES) for _ in range(n)]
+        choice, grid = self.choice, VALUES if self.vocabulary < 3 else VALUES_3
+        return [choice("value", grid) for _ in range(n)]
 
     def make_leaf(self, shape: tuple[int, ...] | None = None, dtype: str | None = None,
                   rg: bool | None = None, hidden: bool = False) -> T:

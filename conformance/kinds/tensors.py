@@ -180,8 +180,9 @@ class Call(Kind):
             return args, [a], [], a.shape, a.dtype, {}, ["GRAPH-6"]
         b = self._joining(g, a, lambda shape, dtype: broadcast(a.shape, shape) is not None,
                           join) if g.vocabulary >= 3 or join else None
-        if b is None and not join and g.vocabulary >= 3 and g.boolean("same operand", 40):
-            b = a
+        if b is None and not join and g.vocabulary >= 3 and fn != "sub" and g.boolean(
+                "same operand", 40):
+            b = a       # not a - a: an exact 0 is a kink of relu, abs, sqrt and pow
         if join and b is None:
             return None
         b = b or g.pick("other operand",

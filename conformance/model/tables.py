@@ -13,6 +13,9 @@ from ..lang.ops import CALL_WEIGHTS, INPLACE_WEIGHTS
 
 SHAPES = [(), (2,), (3,), (2, 3), (3, 2), (1, 3), (2, 1), (2, 2)]
 VALUES = [0.5, 1.0, -0.5, 1.5, -1.0, 2.0, -1.5, 0.25, -2.0, 0.75, -0.25, 1.25]
+# vocabulary 3 joins leaves far more often (a + b of two leaves): no value is another's
+# negative, so that two leaves never sum to an exact 0 (a kink of relu, abs, sqrt and pow)
+VALUES_3 = [0.5, 1.0, -0.75, 1.5, -1.25, 2.0, -1.75, 0.25, -2.5, 1.25, -0.375, 0.625]
 NUMBERS = [2.0, 0.5, -1.0, 3.0, 1.5]
 FACTORS = [2.0, -1.0, 0.5]
 
