@@ -39,9 +39,9 @@ from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
 VOCABULARIES = (1, 2, 3)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
-# size 20 give it the statements and backward passes per program RandomChooser fills to (22.9
-# against 22.5, 2.75 against 2.89: tests/generator_stats.py measures both); more steps make
-# programs that Hypothesis shrinks less well
+# size 20 give it about the statements and backward passes per program RandomChooser fills
+# to (22.7 against 22.5, 2.4 against 2.9: tests/generator_stats.py measures both); more steps
+# make programs that Hypothesis shrinks less well
 STEPS_PER_STATEMENT = 0.55
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
