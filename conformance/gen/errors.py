@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import model
 from ..kinds import of
+from ..kinds.registry import weight_in
 from ..lang.ops import AUGMENTED, ROWS
 from ..lang.program import Stmt
 from ..model import T
@@ -28,11 +29,7 @@ REWEIGHTED = ((3, 20),)     # ... and (vocabulary, weight from it on): each move
 
 def weight(vocabulary: int) -> int:
     """The weight of "error" in the statement draw of a generator vocabulary."""
-    w = WEIGHT
-    for since, later in REWEIGHTED:
-        if vocabulary >= since:
-            w = later
-    return w
+    return weight_in(vocabulary, WEIGHT, REWEIGHTED)
 ERROR_ORDER = (
     "LEAF_INPLACE", "VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAPH_FREED",
     "IMPLICIT_GRAD_NONSCALAR", "NO_GRAD_FN", "RETAIN_GRAD_NO_REQUIRES_GRAD",

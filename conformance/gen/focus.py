@@ -21,6 +21,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..kinds.backward import joined
+from ..kinds.registry import weight_in
 from ..lang.ops import INPLACE_SAVES_OUTPUT
 from ..model import T, predict, reach
 from . import errors, errors_backward
@@ -32,11 +33,7 @@ REWEIGHTED = ((3, 60),)
 
 def weight(vocabulary: int) -> int:
     """The weight of "focus" in the statement draw of a generator vocabulary."""
-    w = 0
-    for since, later in REWEIGHTED:
-        if vocabulary >= since:
-            w = later
-    return w
+    return weight_in(vocabulary, 0, REWEIGHTED)
 Scenario = Callable[[Any], bool]
 SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
 

@@ -142,13 +142,17 @@ class Kind:
     def draw_weight(self, vocabulary: int) -> int:
         """How often generator vocabulary `vocabulary` draws this kind (a new kind is 0 in
         older vocabularies, so that their programs stay as they were)."""
-        if vocabulary < self.since:
-            return 0
-        weight = self.weight
-        for since, w in self.reweighted:
-            if vocabulary >= since:
-                weight = w
-        return weight
+        return 0 if vocabulary < self.since else weight_in(vocabulary, self.weight,
+                                                            self.reweighted)
+
+
+def weight_in(vocabulary: int, weight: int, reweighted: tuple[tuple[int, int], ...]) -> int:
+    """A draw weight in a generator vocabulary: `weight`, or the last (vocabulary, weight)
+    of `reweighted` whose vocabulary it has reached."""
+    for since, w in reweighted:
+        if vocabulary >= since:
+            weight = w
+    return weight
 
 
 # The registry is the program language's table of kinds (conformance/lang/program.py reads
