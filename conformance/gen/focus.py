@@ -66,39 +66,35 @@ def _backward(g: Any, t: T, retain: Any = "draw") -> bool:
     return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)
 
 
-def _draw(g: Any, kind: str, t: T, **kw: Any) -> T | None:
-    return g.draw_on(kind, t, **kw)
-
-
 @scenario("hooked tensor used twice", ("hooks",))
 def hooked_used_twice(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y)
+    g.draw_on("hook", y)
     return _backward(g, KINDS["call"].twice(g, y))
 
 
 @scenario("hooks on two tensors of one pass", ("hooks",), weight=2)
 def two_hooked(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y)
+    g.draw_on("hook", y)
     z = KINDS["call"].join(g, y) or y
     if z is not y:
-        _draw(g, "hook", z)
+        g.draw_on("hook", z)
     return _backward(g, z)
 
 
 @scenario("in-place op on a hooked tensor", ("hooks", "inplace"), weight=2)
 def hooked_inplace(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y)
-    _draw(g, "inplace", y, target=y)
+    g.draw_on("hook", y)
+    g.draw_on("inplace", y, target=y)
     return _backward(g, y)
 
 
 @scenario("autograd.grad through a hooked tensor", ("hooks", "autograd_grad"), weight=2)
 def grad_through_hook(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y)
+    g.draw_on("hook", y)
     KINDS["call"].join(g, y)
     return KINDS["grad"].draw(g)
 
@@ -106,7 +102,7 @@ def grad_through_hook(g: Any) -> bool:
 @scenario("retained tensor reached twice", ("retain_grad", "retain_graph"), weight=2)
 def retained_twice(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "retain_grad", y)
+    g.draw_on("retain_grad", y)
     s = g.sum_of(y) if y.shape else y
     g.emit_backward(s, [], True)
     return g.emit_backward(s, [], None)
@@ -115,8 +111,8 @@ def retained_twice(g: Any) -> bool:
 @scenario("in-place op on a retained tensor", ("retain_grad", "inplace"), weight=2)
 def retained_inplace(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "retain_grad", y)
-    _draw(g, "inplace", y, target=y)
+    g.draw_on("retain_grad", y)
+    g.draw_on("inplace", y, target=y)
     _backward(g, y)
     return KINDS["observe"].draw(g, y, "grad")
 
@@ -124,7 +120,7 @@ def retained_inplace(g: Any) -> bool:
 @scenario("autograd.grad with a retained tensor", ("retain_grad", "autograd_grad"), weight=2)
 def retained_autograd_grad(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "retain_grad", y)
+    g.draw_on("retain_grad", y)
     KINDS["call"].join(g, y)
     return KINDS["grad"].draw(g)
 
@@ -132,39 +128,39 @@ def retained_autograd_grad(g: Any) -> bool:
 @scenario("write through a detached alias", ("inplace",))
 def detached_write(g: Any) -> bool:
     y = _nonleaf(g)
-    d = _draw(g, "detach", y)
+    d = g.draw_on("detach", y)
     if d is not None and g.inplace_ok(d):
-        _draw(g, "inplace", d, target=d)
+        g.draw_on("inplace", d, target=d)
     return _backward(g, y)
 
 
 @scenario("write through a view of a non-leaf", ("views", "inplace"))
 def view_write(g: Any) -> bool:
     y = _nonleaf(g, dims=True)
-    v = _draw(g, "getitem", y) if y.ndim else None
+    v = g.draw_on("getitem", y) if y.ndim else None
     if v is not None and g.inplace_ok(v):
-        _draw(g, "inplace", v, target=v)
+        g.draw_on("inplace", v, target=v)
     return _backward(g, y)
 
 
 @scenario("two in-place ops in a row", ("inplace",), weight=2)
 def inplace_twice(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "inplace", y, target=y)
+    g.draw_on("inplace", y, target=y)
     if g.inplace_ok(y):
-        _draw(g, "inplace", y, target=y)
+        g.draw_on("inplace", y, target=y)
     return _backward(g, y)
 
 
 @scenario("a hook removed that is not the newest, then another", ("hooks",))
 def hook_removed_out_of_order(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y, behaviour="record")
+    g.draw_on("hook", y, behaviour="record")
     first = g.out[-1].out
-    _draw(g, "hook", y, behaviour="scale")
+    g.draw_on("hook", y, behaviour="scale")
     if first in g.handles:
         KINDS["remove"].draw(g, first)
-    _draw(g, "hook", y, behaviour="record")
+    g.draw_on("hook", y, behaviour="record")
     return _backward(g, y)
 
 
@@ -184,7 +180,7 @@ def leaves_under_no_grad(g: Any) -> bool:
 @scenario("a node hook, then a backward pass", ("node_hooks", "grad_fn"))
 def node_hooked(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "node_hook", y)
+    g.draw_on("node_hook", y)
     return _backward(g, y)
 
 
@@ -196,8 +192,8 @@ def enable_grad_block(g: Any) -> bool:
 @scenario("a retained tensor with a hook", ("hooks", "retain_grad"))
 def retained_hooked(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "hook", y)
-    _draw(g, "retain_grad", y)
+    g.draw_on("hook", y)
+    g.draw_on("retain_grad", y)
     _backward(g, y)
     return KINDS["observe"].draw(g, y, "grad")
 
@@ -221,7 +217,7 @@ def leaf_written_under_no_grad(g: Any) -> bool:
 def grad_reset(g: Any) -> bool:
     t = g.rg_tensor("leaf", lambda u: u.leaf)
     _backward(g, t)
-    _draw(g, "set_grad", t, none=True)
+    g.draw_on("set_grad", t, none=True)
     _backward(g, t)
     return KINDS["observe"].draw(g, t, "grad")
 
@@ -238,16 +234,16 @@ def two_roots(g: Any) -> bool:
 def setitem_nonleaf(g: Any) -> bool:
     y = _nonleaf(g, dims=True)
     if y.ndim:
-        _draw(g, "setitem", y)
+        g.draw_on("setitem", y)
     return _backward(g, y)
 
 
 @scenario("a write through .data", ("inplace",))
 def data_write(g: Any) -> bool:
     y = _nonleaf(g)
-    d = _draw(g, "detach", y, data=True)
+    d = g.draw_on("detach", y, data=True)
     if d is not None and g.inplace_ok(d):
-        _draw(g, "inplace", d, target=d)
+        g.draw_on("inplace", d, target=d)
         if g.has("version_counter"):
             KINDS["observe"].draw(g, y, "version")
     return _backward(g, y)
@@ -256,7 +252,7 @@ def data_write(g: Any) -> bool:
 @scenario("an augmented assignment", ("inplace",))
 def augmented(g: Any) -> bool:
     y = _nonleaf(g)
-    _draw(g, "inplace", y, target=y, fn=g.choice("operator", ["iadd", "imul"]))
+    g.draw_on("inplace", y, target=y, fn=g.choice("operator", ["iadd", "imul"]))
     return _backward(g, y)
 
 
@@ -264,7 +260,7 @@ def augmented(g: Any) -> bool:
 def inplace_saving_output(g: Any) -> bool:
     y = _nonleaf(g)
     fns = [f for f, _ in g.inplace_fns if f in INPLACE_SAVES_OUTPUT]
-    _draw(g, "inplace", y, target=y, fn=g.choice("in-place fn", fns))
+    g.draw_on("inplace", y, target=y, fn=g.choice("in-place fn", fns))
     return _backward(g, y)
 
 
@@ -273,7 +269,7 @@ def overwritten(g: Any) -> bool:
     # not zero_: zeros would reach the kinks of relu, abs, sqrt and pow, whose derivatives
     # the spec does not fix yet (the grid of leaf values avoids them too: model/tables.py)
     y = _nonleaf(g)
-    _draw(g, "inplace", y, target=y, fn=g.choice("overwrite", ["fill_", "copy_"]))
+    g.draw_on("inplace", y, target=y, fn=g.choice("overwrite", ["fill_", "copy_"]))
     return _backward(g, y)
 
 
