@@ -347,9 +347,10 @@ def run_isolated(program, isolated, engine):
 def run_both(program, oracle, engine):
     """(oracle trace, engine trace, divergences) of one program."""
     from conformance.judge.compare import compare
+    from conformance.judge.conditioning import Relief
     from conformance.judge.executor import execute
     o, e = execute(program, oracle), execute(program, engine)
-    return o, e, compare(program, o, e)
+    return o, e, compare(program, o, e, Relief(program, o, lambda p: execute(p, oracle)))
 
 
 def describe(program, divs: list, engine, traces=()) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from ..engines import load_engine
 from ..engines.base import Engine
 from ..judge.compare import Divergence, compare
+from ..judge.conditioning import Relief
 from ..judge.executor import execute
 from ..judge.localise import localise
 from ..judge.minimize import minimize, same_problem
@@ -84,7 +85,7 @@ class Runs:
         if on_engine:
             on_engine()
         e, e_mode = self.run(program, self.engine, ENGINE)
-        found = compare(program, o, e)
+        found = compare(program, o, e, self.relief(program, o))
         if o_mode is not None and e_mode is not None and o_mode != e_mode:
             self.dirty = True
             state = {True: "on", False: "off"}
@@ -93,6 +94,11 @@ class Runs:
                 f"grad mode {state[e_mode]} after the program: a mode the program set was "
                 "not restored", list(LEAK_CLAUSES)))
         return o, e, found
+
+    def relief(self, program: Program, o: Trace) -> Relief:
+        """The oracle's sensitivity of each float of its trace `o`, measured by hermetic
+        runs of perturbed copies of the program when first needed (judge/conditioning.py)."""
+        return Relief(program, o, lambda p: self.run(p, self.oracle, ORACLE)[0])
 
     def diverges_like(self, target: Divergence) -> Callable[[Program], bool]:
         def test(p: Program) -> bool:
@@ -117,7 +123,7 @@ def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
         if again:
             program, o, e, found = small, so, se, again
     if engine.granularity != "statement":   # found in a unit: where does an eager replay differ
-        where = localise(program, o, engine)
+        where = localise(program, o, engine, runs.relief(program, o))
         for d in found:
             d.localised_to = where
     result.update(program=program.to_json(), oracle=o.to_json(), engine=e.to_json(),

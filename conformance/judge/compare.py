@@ -10,7 +10,8 @@ What counts (spec/README.md and spec/unspecified.md):
   an earlier statement, reported there.
 - warning kinds listed in spec/errors.md, in order.
 - observed values and hook gradients, within the tolerance of the program's precision: the
-  comparison rule of spec/README.md (UNSPEC-4).
+  comparison rule of spec/README.md (UNSPEC-4), widened for a value by its measured
+  sensitivity to the program's inputs when the caller hands a Relief (conditioning.py).
 - hook calls: labels in call order.
 Left out on purpose:
 - `.grad` observed after a backward or autograd.grad that raised, until the tensor's `.grad` is
@@ -31,29 +32,20 @@ points" of conformance/kinds/registry.py) and, for a call, its row of the op tab
 """
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
+from .rule import EPS, TOLERANCES, ULPS, close  # noqa: F401 - the rule, named where it is used
 from .segments import UNIT
+from .unspecified import Unspecified
 from .verdict import attribute
 
-# The comparison rule (spec/README.md, "Comparing traces"): floats a, b agree when
-# |a - b| <= ULPS * eps * max(1, |a|, |b|), eps the machine epsilon of the least precise
-# floating dtype the program creates. ULPS covers the measured differences between engines
-# that order their sums, round their kernels and compute exp or sin differently, amplified by
-# the ops after them (spec/README.md gives the measurements).
-EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
-ULPS = 512
-# dtype -> (relative, absolute) tolerance: math.isclose with both is the rule; unknown dtypes
-# get the float32 row.
-TOLERANCES = {dtype: (ULPS * eps, ULPS * eps) for dtype, eps in EPS.items()}
-
+if TYPE_CHECKING:
+    from .conditioning import Relief
 
 @dataclass
 class Divergence:
@@ -100,41 +92,6 @@ class Divergence:
         elif self.localised_to is not None:
             text += f" (the eager replay first differs at statement {self.localised_to})"
         return text
-
-
-def close(a: Any, b: Any, dtype: str | None) -> bool:
-    """Equality within the tolerance of `dtype` for floats (NaN equals NaN, an infinity only
-    itself); exact for everything else."""
-    ta, tb = type(a), type(b)
-    if ta is float and tb is float and a == b:      # the common case: no tolerance needed
-        return True
-    if ta is list and tb is list:
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b, strict=False):     # lengths checked
-            if not (type(x) is float and type(y) is float and x == y) \
-                    and not close(x, y, dtype):
-                return False
-        return True
-    return _close_scalar(a, b, dtype)
-
-
-def _close_scalar(a: Any, b: Any, dtype: str | None) -> bool:
-    if isinstance(a, list) and isinstance(b, list):     # list subclasses
-        return len(a) == len(b) and all(close(x, y, dtype) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None \
-            or isinstance(a, str) or isinstance(b, str):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if isinstance(a, int) and isinstance(b, int):
-            return a == b
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        if math.isinf(a) or math.isinf(b):
-            return a == b
-        rel, abs_ = TOLERANCES.get(dtype or "", TOLERANCES["float32"])
-        return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
-    return False
 
 
 def precision(program: Program) -> str:
@@ -214,115 +171,17 @@ def _hooks_text(calls: list[list[Any]]) -> str:
     return "; ".join(f"{c[0]}({c[1]})" for c in calls) or "no hook calls"
 
 
-class _Unspecified:
-    """What spec/unspecified.md says not to compare, tracked statement by statement from what
-    the statement kinds say about it (conformance/kinds/registry.py, "open points")."""
-
-    def __init__(self) -> None:
-        self.after_error = False            # UNSPEC-1: a backward raised; no .grad compared ...
-        self.reset: set[str] = set()        # ... but those assigned since
-        self.group: dict[str, int] = {}     # name -> storage it may share with other names
-        self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
-        self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
-        self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
-        self.storages = itertools.count(1)
-        self.objects: dict[int, set[str]] = {}  # UNSPEC-3: storage -> names that may be one
-        #                                         tensor object (autograd.grad's results)
-        self.open: set[str] = set()         # names whose state depends on whether they are
-        self.all_open = False               # a backward pass depended on it: nothing compared
-
-    def depends(self, s: Stmt, kind: Any) -> bool:
-        """Whether the statement reads a name whose state is left open (UNSPEC-3): it is not
-        compared at all."""
-        return self.all_open or not self.open.isdisjoint(kind.refs(s))
-
-    def grad(self, name: str | None) -> bool:
-        return (self.after_error and name not in self.reset) or name in self.lost
-
-    def value(self, name: str | None) -> bool:
-        return self.group.get(name or "") in self.stored
-
-    def version(self, name: str | None) -> bool:
-        return name in self.versionless or self.value(name)
-
-    def hides(self, aspect: str, name: str | None) -> bool:
-        """Whether an observation of `aspect` of tensor `name` is not to be compared."""
-        if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
-            return True
-        check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
-        return check is not None and check(name)
-
-    def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
-        tainted = self.depends(s, kind)
-        if kind.backward_pass and "error" in (o.status, e.status):
-            self.after_error, self.reset = True, set()
-        self.all_open |= tainted and kind.backward_pass
-        self._acted_on(s, kind, tainted)
-        if kind.assigns_grad and s.target:
-            self.reset.add(s.target)
-            self.lost.discard(s.target)
-        for tensor, gradient in kind.stored_grads(s):
-            g = self.group.setdefault(gradient, next(self.storages))
-            self.stored.setdefault(g, set()).add(tensor)
-        if kind.writes:
-            g = self.group.get(s.target or "")
-            if g in self.stored:            # a write to a gradient tensor or a view of it
-                self.lost.update(self.stored[g])
-            return
-        bound = kind.binds(s)
-        for name in bound:                  # a fresh tensor under an old name
-            self.group[name] = next(self.storages)
-            self.versionless.discard(name)
-        if kind.aliases and s.out and s.target in self.group:
-            self.group[s.out] = self.group[s.target]
-            if kind.shares_version and s.target in self.versionless:
-                self.versionless.add(s.out)
-        if kind.unversioned(s, o.shapes or e.shapes):
-            self.versionless.update(bound)
-        self.open.difference_update(bound)
-        if tainted:                         # computed from what is open: open too
-            self.open.update(bound)
-        self._may_be_one([n for n in kind.same_object(s) if n in self.group])
-
-    def _names(self, storage: int | None) -> set[str]:
-        return {n for n, g in self.group.items() if g == storage}
-
-    def _acted_on(self, s: Stmt, kind: Any, tainted: bool) -> None:
-        """A statement that changes its target's state (writes into it, sets a flag, .grad or
-        a hook): if the target may be one object with other names, their state is open from
-        now on; if the statement itself read what is open, the target's is too."""
-        if s.target is None or kind.valued or kind.aliases or kind.backward_pass or kind.block:
-            return                          # reads its target, or derives a new tensor from it
-        g = self.group.get(s.target)
-        if tainted:
-            self.open |= self._names(g) | {s.target}
-        elif g in self.objects and (kind.writes or s.target in self.objects[g]):
-            self.open |= self._names(g) - {s.target}
-
-    def _may_be_one(self, names: list[str]) -> None:
-        """Record that `names` may be one tensor object: one storage, as far as what is
-        stored as .grad and what writes reach is concerned."""
-        if len(names) < 2:
-            return
-        old = {self.group[n] for n in names}
-        merged = next(self.storages)
-        for n, g in self.group.items():
-            if g in old:
-                self.group[n] = merged
-        stored = set().union(*(self.stored.pop(g, set()) for g in old))
-        if stored:
-            self.stored[merged] = stored
-        self.objects[merged] = set(names).union(*(self.objects.pop(g, set()) for g in old))
-
-
-def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
+def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | None = None
+            ) -> list[Divergence]:
     """Every divergence of `engine` from `oracle`, in program order; harness errors (the
-    statements gradspec could not express) first, since they leave the program unjudged."""
+    statements gradspec could not express) first, since they leave the program unjudged.
+    `relief`: the oracle's measured sensitivity of each float (conditioning.py), which widens
+    the tolerance of ill-conditioned values; without it, the plain rule alone."""
     flat = _walk(program.statements)
     stmts: dict[str, Stmt] = dict(flat)
     grad_hooks = _grad_hooks(flat)
     theirs = engine.by_path()
-    unspec = _Unspecified()
+    unspec = Unspecified()
     dtype = precision(program)
     out: list[Divergence] = []
 
@@ -335,10 +194,11 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
             _involved(flat, ev.path, clauses, [tensor] if tensor else [])
         out.append(Divergence(ev.path, ev.op, what, o, e, cites, unit))
 
-    def same_call(c: list[Any], d: list[Any]) -> bool:
+    def same_call(path: str, i: int, c: list[Any], d: list[Any]) -> bool:
         if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
             return True                     # a post hook's view of an unspecified .grad
-        return close(c[1], d[1], dtype) and (c[2] == d[2] or None in (c[2], d[2]))
+        return (c[2] == d[2] or None in (c[2], d[2])) and (
+            close(c[1], d[1], dtype) or _relieved(relief, (path, "hook", i), c[1], d[1], dtype))
 
     for o in oracle.events:
         e = theirs.get(o.path)
@@ -364,24 +224,33 @@ def compare(program: Program, oracle: Trace, engine: Trace) -> list[Divergence]:
                     ", ".join(e.warnings) or "none")
         if (o.hooks or e.hooks) and not ost == est == "error":  # UNSPEC-1: hooks before an
             if [c[0] for c in o.hooks] != [c[0] for c in e.hooks] or not all(   # error
-                    same_call(c, d) for c, d in zip(o.hooks, e.hooks, strict=True)):
+                    same_call(o.path, i, c, d)
+                    for i, (c, d) in enumerate(zip(o.hooks, e.hooks, strict=True))):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
         if ost == est == "ok" and kind.valued:
-            _compare_value(s, kind, o, e, unspec, diverge, dtype)
+            _compare_value(s, kind, o, e, unspec, diverge, dtype, relief)
         unspec.update(s, kind, o, e)
     return attribute(program, oracle, engine, sorted(out, key=lambda d: d.what != HARNESS))
 
 
-def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: _Unspecified,
-                   diverge: Any, dtype: str) -> None:
+def _relieved(relief: Relief | None, key: tuple[str, str, int], a: Any, b: Any,
+              dtype: str) -> bool:
+    """Whether floats that the plain rule tells apart are within their measured spread."""
+    return relief is not None and relief.allows(key, a, b, lambda x, y: close(x, y, dtype))
+
+
+def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: Unspecified,
+                   diverge: Any, dtype: str, relief: Relief | None = None) -> None:
     """A valued statement's observations (an end-of-program sweep has many), unless what one
     shows is left open; floats within the tolerance of `dtype`, the program's precision; the
     dtype of what was observed, where it has one, exactly."""
-    for tensor, aspect, clauses, (ov, od), (ev, ed) in kind.observations(s, o, e):
+    for i, (tensor, aspect, clauses, (ov, od), (ev, ed)) in enumerate(
+            kind.observations(s, o, e)):
         if unspec.hides(aspect, tensor):
             continue
         label = aspect if tensor is None else f"{tensor}.{aspect}"
-        if not close(ov, ev, dtype):
+        if not close(ov, ev, dtype) and not _relieved(relief, (o.path, "value", i), ov, ev,
+                                                      dtype):
             diverge(o, "value", f"{label} = {ov!r}", f"{label} = {ev!r}", clauses, tensor)
         elif od != ed and od is not None and ed is not None:
             diverge(o, "dtype", f"{label} has dtype {od}", f"{label} has dtype {ed}", clauses,

@@ -13,12 +13,15 @@ from ..engines.base import Engine
 from ..lang.program import Program
 from ..lang.trace import Trace
 from .compare import compare
+from .conditioning import Relief
 from .executor import execute
 from .segments import UNIT
 
 
-def localise(program: Program, oracle: Trace, engine: Engine) -> str:
+def localise(program: Program, oracle: Trace, engine: Engine, relief: Relief | None = None
+             ) -> str:
     """The path of the first statement at which `program` replayed on engine.eager() differs
-    from the oracle's trace `oracle`, or UNIT if it does not differ anywhere."""
-    found = compare(program, oracle, execute(program, engine.eager()))
+    from the oracle's trace `oracle`, or UNIT if it does not differ anywhere. `relief`: the
+    oracle's sensitivities, as in the comparison that found the divergence."""
+    found = compare(program, oracle, execute(program, engine.eager()), relief)
     return found[0].path if found else UNIT

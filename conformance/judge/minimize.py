@@ -17,6 +17,7 @@ from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.validate import is_valid
 from .compare import Divergence, compare
+from .conditioning import Relief
 from .executor import execute, names
 from .verdict import lead
 
@@ -62,7 +63,9 @@ def same_problem(found: list[Divergence], target: Divergence) -> bool:
 def diverges_like(oracle: Engine, engine: Engine, target: Divergence
                   ) -> Callable[[Program], bool]:
     def test(p: Program) -> bool:
-        return same_problem(compare(p, execute(p, oracle), execute(p, engine)), target)
+        o = execute(p, oracle)
+        relief = Relief(p, o, lambda q: execute(q, oracle))
+        return same_problem(compare(p, o, execute(p, engine), relief), target)
     return test
 
 

@@ -25,6 +25,7 @@ from ..engines.base import Engine
 from ..lang.program import Program, Stmt
 from ..spec.reader import CAPABILITIES
 from .compare import compare
+from .conditioning import Relief
 from .executor import execute
 
 
@@ -169,7 +170,7 @@ def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
         bad = next(ev for ev in o.events if ev.error == "OTHER")
         return ProbeResult(capability, declared, None,
                            f"the probe fails on the oracle: {bad.message}")
-    found = compare(program, o, e)
+    found = compare(program, o, e, Relief(program, o, lambda p: execute(p, oracle)))
     if not found:
         return ProbeResult(capability, declared, True, "the probe program runs as on the oracle")
     d = found[0]

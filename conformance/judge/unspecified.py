@@ -1,0 +1,114 @@
+"""What spec/unspecified.md says not to compare, tracked statement by statement while two traces
+are compared (conformance/judge/compare.py).
+
+The comparator asks each statement's kind what it does to these open points (the "open points"
+of conformance/kinds/registry.py); it never branches on a statement's op.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ..lang.program import Stmt
+from ..lang.trace import Event
+
+
+class Unspecified:
+    """What spec/unspecified.md says not to compare, tracked statement by statement from what
+    the statement kinds say about it (conformance/kinds/registry.py, "open points")."""
+
+    def __init__(self) -> None:
+        self.after_error = False            # UNSPEC-1: a backward raised; no .grad compared ...
+        self.reset: set[str] = set()        # ... but those assigned since
+        self.group: dict[str, int] = {}     # name -> storage it may share with other names
+        self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
+        self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
+        self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
+        self.storages = itertools.count(1)
+        self.objects: dict[int, set[str]] = {}  # UNSPEC-3: storage -> names that may be one
+        #                                         tensor object (autograd.grad's results)
+        self.open: set[str] = set()         # names whose state depends on whether they are
+        self.all_open = False               # a backward pass depended on it: nothing compared
+
+    def depends(self, s: Stmt, kind: Any) -> bool:
+        """Whether the statement reads a name whose state is left open (UNSPEC-3): it is not
+        compared at all."""
+        return self.all_open or not self.open.isdisjoint(kind.refs(s))
+
+    def grad(self, name: str | None) -> bool:
+        return (self.after_error and name not in self.reset) or name in self.lost
+
+    def value(self, name: str | None) -> bool:
+        return self.group.get(name or "") in self.stored
+
+    def version(self, name: str | None) -> bool:
+        return name in self.versionless or self.value(name)
+
+    def hides(self, aspect: str, name: str | None) -> bool:
+        """Whether an observation of `aspect` of tensor `name` is not to be compared."""
+        if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
+            return True
+        check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
+        return check is not None and check(name)
+
+    def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
+        tainted = self.depends(s, kind)
+        if kind.backward_pass and "error" in (o.status, e.status):
+            self.after_error, self.reset = True, set()
+        self.all_open |= tainted and kind.backward_pass
+        self._acted_on(s, kind, tainted)
+        if kind.assigns_grad and s.target:
+            self.reset.add(s.target)
+            self.lost.discard(s.target)
+        for tensor, gradient in kind.stored_grads(s):
+            g = self.group.setdefault(gradient, next(self.storages))
+            self.stored.setdefault(g, set()).add(tensor)
+        if kind.writes:
+            g = self.group.get(s.target or "")
+            if g in self.stored:            # a write to a gradient tensor or a view of it
+                self.lost.update(self.stored[g])
+            return
+        bound = kind.binds(s)
+        for name in bound:                  # a fresh tensor under an old name
+            self.group[name] = next(self.storages)
+            self.versionless.discard(name)
+        if kind.aliases and s.out and s.target in self.group:
+            self.group[s.out] = self.group[s.target]
+            if kind.shares_version and s.target in self.versionless:
+                self.versionless.add(s.out)
+        if kind.unversioned(s, o.shapes or e.shapes):
+            self.versionless.update(bound)
+        self.open.difference_update(bound)
+        if tainted:                         # computed from what is open: open too
+            self.open.update(bound)
+        self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _names(self, storage: int | None) -> set[str]:
+        return {n for n, g in self.group.items() if g == storage}
+
+    def _acted_on(self, s: Stmt, kind: Any, tainted: bool) -> None:
+        """A statement that changes its target's state (writes into it, sets a flag, .grad or
+        a hook): if the target may be one object with other names, their state is open from
+        now on; if the statement itself read what is open, the target's is too."""
+        if s.target is None or kind.valued or kind.aliases or kind.backward_pass or kind.block:
+            return                          # reads its target, or derives a new tensor from it
+        g = self.group.get(s.target)
+        if tainted:
+            self.open |= self._names(g) | {s.target}
+        elif g in self.objects and (kind.writes or s.target in self.objects[g]):
+            self.open |= self._names(g) - {s.target}
+
+    def _may_be_one(self, names: list[str]) -> None:
+        """Record that `names` may be one tensor object: one storage, as far as what is
+        stored as .grad and what writes reach is concerned."""
+        if len(names) < 2:
+            return
+        old = {self.group[n] for n in names}
+        merged = next(self.storages)
+        for n, g in self.group.items():
+            if g in old:
+                self.group[n] = merged
+        stored = set().union(*(self.stored.pop(g, set()) for g in old))
+        if stored:
+            self.stored[merged] = stored
+        self.objects[merged] = set(names).union(*(self.objects.pop(g, set()) for g in old))
