@@ -6,6 +6,7 @@ one that refuses to load.
 """
 from __future__ import annotations
 
+import importlib.resources
 import os
 import re
 from dataclasses import dataclass, field
@@ -70,11 +71,21 @@ class Clause:
         return int(self.id.split("-")[1])
 
 
+# The wheel carries the repository's spec/ as this subfolder of the package (pyproject.toml maps
+# it at build time), so that an installed gradspec does not depend on a checkout.
+PACKAGED_SPEC = "text"
+
+
 def spec_dir() -> Path:
-    """The spec folder: $GRADSPEC_SPEC_DIR, else spec/ beside this package (editable installs)."""
+    """The spec folder: $GRADSPEC_SPEC_DIR; else the copy an installed wheel carries; else the
+    checkout's spec/ (a checkout or an editable install, where the copy does not exist), so that
+    edits to spec/*.md take effect without a reinstall."""
     env = os.environ.get("GRADSPEC_SPEC_DIR")
     if env:
         return Path(env)
+    packaged = importlib.resources.files(__package__) / PACKAGED_SPEC
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
     return Path(__file__).resolve().parents[2] / "spec"
 
 
