@@ -22,6 +22,8 @@ CAPABILITIES = (
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs",
 )
+# Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
+CLASSES = ("core", "torch-observable", "diagnostics")
 CLAUSE_ID = re.compile(r"\b([A-Z]+)-([0-9]+)\b")
 _HEADING = re.compile(r"^## ([A-Z]+-[0-9]+)\s*$")
 _AREA_TITLE = re.compile(r"^# (.+)$")
@@ -54,13 +56,16 @@ class Clause:
     title: str
     status: str
     verified: str
-    since: str
+    since: str          # the torch release the behaviour holds from
     requires: tuple[str, ...]
     rule: str
     why: str
     history: str
     examples: list[Example] = field(default_factory=list)
     text: str = ""      # the clause's markdown, heading included
+    cls: str = "core"   # its conformance class (CLASSES)
+    added: str = ""     # the spec release that introduced it
+    revised: str = ""   # the spec release of its last normative change; "" if never
 
     @property
     def anchor(self) -> str:
@@ -144,6 +149,9 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
     for cap in requires:
         if cap not in CAPABILITIES:
             raise SpecError(f"{where}: {cid}: unknown capability '{cap}'")
+    cls = meta.get("class", "core")
+    if cls not in CLASSES:
+        raise SpecError(f"{where}: {cid}: class must be one of {', '.join(CLASSES)}, not '{cls}'")
     status = meta["status"].split()[0]
     if status not in ("active", "withdrawn"):
         raise SpecError(f"{where}: {cid}: status must be active or withdrawn, not '{status}'")
@@ -152,7 +160,8 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
         id=cid, area=cid.split("-")[0], file=file, line=start, title=title,
         status=status, verified=meta["verified"], since=meta["since"], requires=requires,
         rule=rule, why=_paragraph(lines, "Why"), history=_paragraph(lines, "History"),
-        text="\n".join([f"## {cid}"] + lines).strip() + "\n",
+        text="\n".join([f"## {cid}"] + lines).strip() + "\n", cls=cls,
+        added=meta.get("added", ""), revised=meta.get("revised", "").strip("-— "),
     )
     clause.examples = [Example(cid, n, code, f"spec/{file}", ln)
                        for n, (ln, code) in enumerate(examples, 1)]
