@@ -16,7 +16,8 @@ from pathlib import Path
 from .campaign import limits
 from .campaign.limits import device, seconds
 from .importpath import current_folder_last
-from .spec.reader import SpecError, load_spec, render_index, spec_dir
+from .spec.reader import SpecError, load_spec
+from .spec.show import clause_text, write_generated
 
 EXIT_HARNESS = 3    # could not judge: gradspec could not express a statement (a harness error)
 
@@ -26,36 +27,16 @@ class UsageError(Exception):
 
 
 def _cmd_spec(args: argparse.Namespace) -> int:
-    spec = load_spec()
-    cid = args.clause.upper()
-    if cid not in spec.clauses:
-        raise UsageError(f"unknown clause ID {args.clause!r}; `gradspec index` lists them")
-    c = spec.clauses[cid]
-    print(f"{c.id}  {c.title}")
-    print(f"  {c.anchor}  (area {spec.areas[c.area]}; status {c.status}; verified on torch "
-          f"{c.verified}; since torch {c.since}; requires {', '.join(c.requires)})")
-    print()
-    print(c.text.rstrip())
+    print(clause_text(args.clause, args.at))
     return 0
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    spec = load_spec()
     if args.write:
-        path = spec_dir() / "index.md"
-        path.write_text(render_index(spec), encoding="utf-8")
-        print(f"wrote {path} ({len(spec.clauses)} clauses)")
-        # clauses.lock lists every ID ever issued; new IDs are appended, none removed.
-        lock = spec_dir() / "clauses.lock"
-        text = lock.read_text(encoding="utf-8") if lock.exists() else (
-            "# Every clause ID ever issued. IDs are appended, never removed or reused.\n")
-        known = {ln.split()[0] for ln in text.splitlines() if ln.strip() and ln[0] != "#"}
-        new = [cid for cid in spec.clauses if cid not in known]
-        if new:
-            lock.write_text(text + "".join(f"{cid}\n" for cid in new), encoding="utf-8")
-            print(f"locked {len(new)} new clause IDs in {lock}")
+        for line in write_generated():
+            print(line)
         return 0
-    print_index(spec)
+    print_index(load_spec())
     return 0
 
 
@@ -81,11 +62,17 @@ def command(name: str, help: str, configure: Callable[[argparse.ArgumentParser],
     return deco
 
 
-command("spec", "print one clause", lambda p: p.add_argument("clause", help="e.g. LEAF-5"))(
-    _cmd_spec)
+def _configure_spec(p: argparse.ArgumentParser) -> None:
+    p.add_argument("clause", help="e.g. LEAF-5")
+    p.add_argument("--at", metavar="VERSION", default=None,
+                   help="the clause as an archived spec release had it (e.g. 1.0.0)")
+
+
+command("spec", "print one clause", _configure_spec)(_cmd_spec)
 command("index", "print the clause index",
         lambda p: p.add_argument("--write", action="store_true",
-                                 help="regenerate spec/index.md"))(_cmd_index)
+                                 help="regenerate spec/index.md, spec/ids.json and "
+                                 "the digests of spec/clauses.lock"))(_cmd_index)
 
 
 def _campaign_options(p: argparse.ArgumentParser, count: int, what: str, out: str) -> None:
