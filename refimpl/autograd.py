@@ -60,8 +60,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     targets = []
     for t in _as_tuple(inputs):  # API-11
         if t.grad_fn is None:
-            if not t.requires_grad:
-                raise errors.input_no_requires_grad()
+            if not t.requires_grad:  # torch calls retain_grad() on every input, in order
+                raise errors.retain_grad_no_requires_grad()
             targets.append((accumulator(t), 0))
         else:
             t.retain_grad()  # torch accumulates into a non-leaf input through retain_grad

@@ -4,16 +4,17 @@ MODE-8, API-6, API-7, API-10, API-11).
 As torch's engine: count each node's incoming edges, then run a ready queue. A node is ready
 when every edge into it has delivered its gradient (GRAPH-9 sums them first). Among ready nodes
 an AccumulateGrad runs first, then the most recently created node; equal priorities run in the
-order they became ready. Running a node means: its tensor hooks (registration order), then the
-retain_grad hook, then its pre-hooks, then its formula, then its post-hooks; without
-retain_graph its saved values are freed right after (FREE-1).
+order they became ready (torch's heap agrees for two; UNSPEC-7 leaves three or more open).
+Running a node means: its tensor hooks (registration order), then the retain_grad hook, then
+its pre-hooks, then its formula, then its post-hooks; without retain_graph its saved values are
+freed right after (FREE-1).
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 
-from . import errors, grad_mode
+from . import errors, grad_mode, hooks
 from .broadcast import expandable, sum_to
 from .node import Node
 from .tensor import wrap
@@ -168,11 +169,7 @@ def _tensor_hooks(fn, grad, be):
         for hook in list(hooks_dict.values()):
             res = hook(_as_tensor(be, grad))
             if res is not None:
-                if tuple(res.shape) != tuple(grad.shape):
-                    raise errors.hook_changed_size(getattr(hook, "__name__", repr(hook)))
-                if be.dtype_of[res._data.dtype] is not be.dtype_of[grad.dtype]:
-                    raise errors.hook_changed_type(getattr(hook, "__name__", repr(hook)),
-                                                   be.dtype_of[grad.dtype], res._dtype)
+                hooks.check_replacement(hook, res, grad.shape, be.dtype_of[grad.dtype])
                 grad = res._data
     ref = fn._retains_grad
     t = ref() if ref is not None else None

@@ -119,7 +119,11 @@ def hook_changed_size(name: str):  # HOOK-5
     return RuntimeError(f"hook '{name}' has changed the size of value")
 
 
-def hook_changed_type(name: str, was, got):
+def hook_returned_non_tensor(type_name: str):  # HOOK-13
+    return TypeError(f"expected Variable, but hook returned '{type_name}'")
+
+
+def hook_changed_type(name: str, was, got):  # HOOK-13
     return RuntimeError(f"hook '{name}' has changed the type of value (was {was.legacy} got "
                         f"{got.legacy})")
 
@@ -145,7 +149,7 @@ def partial_overlap():
                         "tensor before performing the operation.")
 
 
-def overlapping_write():
+def overlapping_write():  # LEAF-12
     return RuntimeError("unsupported operation: more than one element of the written-to tensor "
                         "refers to a single memory location. Please clone() the tensor before "
                         "performing the operation.")

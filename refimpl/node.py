@@ -1,5 +1,5 @@
 """Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
-FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, HOOK-8, HOOK-13).
+FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13).
 
 A Node is what `tensor.grad_fn` returns. Every op in scope has one output, so a node receives one
 gradient and returns one gradient per entry of `next_functions`.
@@ -129,13 +129,29 @@ def _accumulate(node, grad):
         leaf._grad = leaf._new_like(leaf._be.copy(grad))
     else:  # accumulate in place, as torch does when backward runs without create_graph (LEAF-7)
         g = leaf._grad
+        be = g._be
+        if any(s == 0 and n > 1 for n, s in zip(g._data.shape, be.strides(g._data), strict=True)):
+            raise errors.overlapping_write()  # an expanded .grad cannot be written (LEAF-12)
         g._data[...] = g._data + grad
         g._vc[0] += 1
-    if leaf._post_hooks:
-        for fn in list(leaf._post_hooks.values()):  # HOOK-13
-            if fn(leaf) is not None:
-                raise errors.post_hook_returned_value()
+    if leaf._post_hooks:  # run for a leaf frozen since the graph was built too (LEAF-16)
+        _post_accumulate_hooks(leaf)
     return ()
+
+
+def _post_accumulate_hooks(leaf) -> None:
+    """HOOK-13, as torch's _call_hooks: a hook that returns None or the tensor it was called
+    with changes nothing; any other value is checked as a tensor hook's replacement is, and
+    passed to the later hooks in the leaf's place; after the last, a replacement raises."""
+    arg, replaced = leaf, False
+    for fn in list(leaf._post_hooks.values()):
+        res = fn(arg)
+        if res is None or res is arg:
+            continue
+        hooks.check_replacement(fn, res, arg.shape, arg._dtype)
+        arg, replaced = res, True
+    if replaced:
+        raise errors.post_hook_returned_value()
 
 
 def accumulator(leaf) -> AccumulateGrad:

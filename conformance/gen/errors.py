@@ -39,7 +39,15 @@ ERROR_ORDER = (
     "BACKWARD_EMPTY_INPUTS", "GRAD_OUTPUT_SHAPE", "INPUT_NO_REQUIRES_GRAD",
     "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE",
 )
-INEXPRESSIBLE: dict[str, str] = {}      # kind -> why no program can provoke it (none left)
+# kind -> why no error move provokes it
+INEXPRESSIBLE: dict[str, str] = {
+    "HOOK_RETURNED_NON_TENSOR": "every hook behaviour returns None or a tensor (HOOK-13)",
+    "HOOK_CHANGED_TYPE": "every hook behaviour returns a tensor of its gradient's or its "
+                         "leaf's dtype (HOOK-13)",
+    "SELF_OVERLAPPING_WRITE": "set_grad assigns only fresh leaves, never an expanded tensor "
+                              "(LEAF-12), and a new move would change the draws of the frozen "
+                              "vocabularies",
+}
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import errors, grad_mode
 from ..backend import namespace_of
 from ..node import Node
-from ..tensor import Tensor, edge, moved_history, record, replay
+from ..tensor import Tensor, edge, moved_history, record, replay, view_grad_fn
 from .elementwise import _zeros
 
 _enabled = grad_mode.enabled
@@ -86,7 +86,10 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
               ((base._data.shape, base._dtype),) + node.in_meta[1:], (node, t._view_chain, t._be))
     moved_history(base, base._grad_fn, cs)
     base._grad_fn = cs
-    t._grad_fn = node  # replaced by AsStridedBackward0 on next access, as the version moved
+    t._grad_fn = node
+    # regenerated as AsStridedBackward0 at once, as torch's rebase_history does, so its node is
+    # created with the write (HOOK-14); a sibling view's waits for its next read
+    view_grad_fn(t)
     return t
 
 

@@ -1,7 +1,8 @@
 """The backward engine against torch from angles the spec examples do not take: execution order
-and ties (HOOK-14), hook kinds on one node (HOOK-2, HOOK-8, HOOK-13, HOOK-15, RETAIN-5), captures
-in autograd.grad (API-6, API-10, HOOK-16), backward(inputs=) (API-11), several roots (API-12) and
-the freeing of a shared subgraph (FREE-5)."""
+and ties (HOOK-14), hook kinds on one node (HOOK-2, HOOK-8, HOOK-13, HOOK-15, RETAIN-5), what hooks
+may return (HOOK-5, HOOK-13), captures in autograd.grad (API-6, API-10, HOOK-16),
+backward(inputs=) (API-11), several roots (API-12), an expanded .grad (LEAF-12) and the freeing of
+a shared subgraph (FREE-5)."""
 from ._twin import same
 
 
@@ -146,3 +147,134 @@ def test_retain_graph_allows_repeat_and_frees_after():
             out.append(str(e)[:40])
         return out
     same(prog)
+
+
+def _attempt(fn):
+    """fn()'s value, or the type and first words of what it raised (the kind is in the text)."""
+    try:
+        return fn()
+    except (RuntimeError, TypeError) as e:
+        return f"{type(e).__name__}: {str(e)[:40]}"
+
+
+def test_post_accumulate_hook_return_values_and_the_hooks_after():
+    def prog(torch):
+        out = []
+        returns = (lambda t, w: None, lambda t, w: t, lambda t, w: 0, lambda t, w: (t,),
+                   lambda t, w: torch.ones(3), lambda t, w: torch.ones(2, dtype=torch.float64),
+                   lambda t, w: torch.ones(3, dtype=torch.float64), lambda t, w: t.grad * 10,
+                   lambda t, w: w.detach())
+        for first in returns:
+            w = torch.tensor([1.0, 2.0], requires_grad=True)
+            seen = []
+            w.register_post_accumulate_grad_hook(lambda t, f=first, w=w: f(t, w))
+            w.register_post_accumulate_grad_hook(
+                lambda t, w=w, seen=seen: seen.append((t is w, t.tolist())))
+            out.append([_attempt(lambda w=w: (w * 3).sum().backward()), seen, w.grad])
+        return out
+    same(prog)
+
+
+def test_hooks_of_a_frozen_leaf_run_and_its_post_hooks_check_returns():
+    def prog(torch):
+        out = []
+        for ret in (None, 0, 1.5):
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            seen = []
+            x.register_hook(lambda g, seen=seen: seen.append(g.tolist()))
+            x.register_post_accumulate_grad_hook(
+                lambda t, seen=seen, ret=ret: seen.append(t.grad) or ret)
+            y = (x * 3).sum()
+            x.requires_grad_(False)
+            out.append([_attempt(y.backward), seen, x.grad])
+        return out
+    same(prog)
+
+
+def test_tensor_hook_returning_a_non_tensor_or_another_dtype():
+    def prog(torch):
+        out = []
+        for ret in (lambda g: 0, lambda g: [g], lambda g: torch.ones(3, dtype=torch.float64)):
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            y = x * 2
+            y.register_hook(ret)
+            out.append([_attempt(y.sum().backward), x.grad])
+        return out
+    same(prog)
+
+
+def test_a_view_written_through_itself_gets_its_node_at_once():
+    def prog(torch):
+        out = []
+        for through in ("view", "base", "sibling"):
+            log = []
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            u = torch.tensor([3.0, 4.0], requires_grad=True)
+            y = x * 1
+            v, s = y[0:1], y[1:2]
+            {"view": v, "base": y, "sibling": s}[through].mul_(2.0)
+            n = u.exp()
+            a = v * 2
+            v.grad_fn.register_prehook(lambda g, log=log: log.append("v"))
+            n.grad_fn.register_prehook(lambda g, log=log: log.append("n"))
+            (a.sum() + n.sum()).backward()
+            out.append(log)
+        return out
+    assert same(prog) == [["n", "v"], ["v", "n"], ["v", "n"]]
+
+
+def test_an_expanded_grad_refuses_accumulation():
+    def prog(torch):
+        out = []
+        for grad in (torch.zeros(3).expand(2, 3), torch.zeros(2, 1).expand(2, 3),
+                     torch.zeros(1, 3).expand(2, 3).t().t(), torch.zeros(2, 3)):
+            x = torch.ones(2, 3, requires_grad=True)
+            x.grad = grad
+            out.append([_attempt(lambda x=x: (x * 2).sum().backward()), x.grad,
+                        torch.autograd.grad((x * 3).sum(), x)])
+        return out
+    same(prog)
+
+
+def test_backward_inputs_that_do_not_require_grad():
+    def prog(torch):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = torch.tensor([3.0, 4.0])
+        h = x * 3
+        y = (h * c).sum()
+        out = [_attempt(lambda ins=ins: y.backward(inputs=ins, retain_graph=True))
+               for ins in ([c], [x, c], [h, c], [x.detach()], [c * 2])]
+        out.append(_attempt(lambda: torch.autograd.grad(y, [x, c], retain_graph=True)))
+        return out + [x.grad, h.retains_grad]
+    same(prog)
+
+
+def test_two_accumulators_ready_at_once_run_in_their_senders_order():
+    def prog(torch):
+        log = []
+        p = torch.tensor(1.0, requires_grad=True)
+        q = torch.tensor(2.0, requires_grad=True)
+        r = torch.tensor(3.0, requires_grad=True)
+        for name, t in (("p", p), ("q", q), ("r", r)):
+            t.register_hook(lambda g, name=name: log.append(name))
+            t.register_post_accumulate_grad_hook(lambda t, name=name: log.append(name + "+"))
+        (q * p + r.exp() * (r * q)).backward()
+        torch.autograd.backward([r, p])
+        torch.autograd.backward([q, (p * r).sum()])
+        return log
+    same(prog)
+
+
+def test_three_or_more_accumulators_ready_at_once_agree_but_for_their_order():
+    """UNSPEC-7: torch's heap runs four leaves as 0, 2, 1, 3 and refimpl as 0, 1, 2, 3; the calls
+    and the gradients are the same."""
+    def prog(torch):
+        log = []
+        leaves = [torch.tensor(float(i), requires_grad=True) for i in range(5)]
+        for i, t in enumerate(leaves):
+            t.register_hook(lambda g, i=i: log.append(i))
+            t.register_post_accumulate_grad_hook(lambda t, i=i: log.append(i + 10))
+        torch.autograd.backward(leaves)
+        return [sorted(log), [t.grad for t in leaves],
+                [log.index(i) < log.index(i + 10) for i in range(5)]]
+    assert same(prog)[2] == [True] * 5

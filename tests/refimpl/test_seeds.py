@@ -1,7 +1,8 @@
 """The seed programs (/work/shared/seeds, see their README) print the same under refimpl as under
 torch 2.13.0: the l1..l4 example with retain_grad and hooks, y = (x + w) * (w + 1), the in-place
-and leaf examples, and backward twice. Printing covers tensor reprs, grads, grad_fn names,
-is_leaf and _version; errors print their type and full message."""
+and leaf examples, backward twice, and the RNN cell (mm, tanh, a name bound again). Printing
+covers tensor reprs, grads, grad_fn names, is_leaf and _version; errors print their type and full
+message."""
 import contextlib
 import io
 import textwrap
@@ -172,6 +173,21 @@ SEEDS = {
         print(a.grad_fn.name(), b.grad_fn.name(), y.grad_fn.name())
         print(w.is_leaf, x.is_leaf, a.is_leaf, b.is_leaf, y.is_leaf)
         print(a, b, y)
+    """,
+    "rnn cell": """
+        W_h = torch.tensor([[0.5, -0.25], [0.125, 0.75]], requires_grad=True)
+        W_x = torch.tensor([[1.0, -1.0, 0.5], [0.0, 0.25, -0.5]], requires_grad=True)
+        x = torch.tensor([[0.2, 0.4, -0.6]])
+        prev_h = torch.tensor([[1.0, -1.0]])
+        h2h = torch.mm(W_h, prev_h.t())
+        i2h = torch.mm(W_x, x.t())
+        next_h = h2h + i2h
+        next_h = next_h.tanh()
+        loss = next_h.sum()
+        loss.backward()
+        print(next_h, loss)
+        print(next_h.grad_fn.name(), next_h.grad_fn.next_functions[0][0].name())
+        print(W_h.grad, W_x.grad)
     """,
     "dynamic control flow": """
         x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
