@@ -33,7 +33,9 @@ def test_the_wheel_lists_every_package_of_the_code():
 def test_the_wheel_maps_the_whole_spec_folder_where_the_reader_looks():
     config = _setuptools_config()
     assert config["package-dir"] == {PACKAGED: "spec"}
-    assert config["package-data"][PACKAGED] == ["*"]
+    # every file of spec/ and of its one subfolder, the archived releases (`spec --at`)
+    assert config["package-data"][PACKAGED] == ["*", "releases/*.json"]
+    assert [p.name for p in (ROOT / "spec").iterdir() if p.is_dir()] == ["releases"]
 
 
 def test_a_checkout_reads_its_own_spec_folder(monkeypatch):

@@ -63,7 +63,7 @@ class Clause:
     history: str
     examples: list[Example] = field(default_factory=list)
     text: str = ""      # the clause's markdown, heading included
-    cls: str = "core"   # its conformance class (CLASSES)
+    cls: str = "core"   # its conformance class (CLASSES): the `class` column
     added: str = ""     # the spec release that introduced it
     revised: str = ""   # the spec release of its last normative change; "" if never
 
@@ -140,7 +140,7 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
             vals = [c.strip() for c in lines[i + 2].strip().strip("|").split("|")]
             meta = dict(zip(keys, vals, strict=False))
         i += 1
-    for key in ("status", "verified", "since", "requires"):
+    for key in ("status", "class", "verified", "since", "added", "revised", "requires"):
         if not meta.get(key):
             raise SpecError(f"{where}: {cid}: metadata field '{key}' is missing")
     if not title:
@@ -149,7 +149,7 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
     for cap in requires:
         if cap not in CAPABILITIES:
             raise SpecError(f"{where}: {cid}: unknown capability '{cap}'")
-    cls = meta.get("class", "core")
+    cls = meta["class"]
     if cls not in CLASSES:
         raise SpecError(f"{where}: {cid}: class must be one of {', '.join(CLASSES)}, not '{cls}'")
     status = meta["status"].split()[0]
@@ -161,7 +161,7 @@ def _parse_clause(cid: str, file: str, start: int, lines: list[str]) -> Clause:
         status=status, verified=meta["verified"], since=meta["since"], requires=requires,
         rule=rule, why=_paragraph(lines, "Why"), history=_paragraph(lines, "History"),
         text="\n".join([f"## {cid}"] + lines).strip() + "\n", cls=cls,
-        added=meta.get("added", ""), revised=meta.get("revised", "").strip("-— "),
+        added=meta["added"], revised=meta["revised"].strip("-— "),
     )
     clause.examples = [Example(cid, n, code, f"spec/{file}", ln)
                        for n, (ln, code) in enumerate(examples, 1)]
