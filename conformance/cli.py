@@ -102,13 +102,26 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "(seed, capabilities, size) -> Program instead of the generator")
     p.add_argument("--xfail", default=None, metavar="FILE",
                    help="expected failures: lines 'ID [@ENGINE,...] REASON', ID a clause, "
-                   "seed:N, an error kind, sig:SIGNATURE or a pytest node ID (format: "
-                   "conformance/judge/xfail.py)")
+                   "seed:N, an error kind, sig:SIGNATURE, class:CLASS or a pytest node ID "
+                   "(format: conformance/judge/xfail.py)")
     p.add_argument("--no-probe", action="store_true",
                    help="do not probe the capabilities the engine declares absent")
     p.add_argument("--max-unjudged", type=_fraction, default=None, metavar="FRACTION",
                    help="the fraction of programs that may crash or time out before the run "
                    "cannot be judged, exit 3 (default 0.01)")
+    p.add_argument("--classes", type=_classes, default=None, metavar="CLASS,...",
+                   help="judge these conformance classes (core, torch-observable, diagnostics) "
+                   "instead of those the engine claims; divergences of the others are not "
+                   "applicable")
+
+
+def _classes(text: str) -> tuple[str, ...]:
+    """An argparse `type=`: comma-separated conformance classes (spec/README.md)."""
+    from .reports.classes import ClassError, parse
+    try:
+        return parse(text)
+    except ClassError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fraction(text: str) -> float:
@@ -157,7 +170,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               size=args.size, jobs=args.jobs, timeout=args.timeout,
                               out_dir=args.out, progress=not args.quiet, device=args.device,
                               shrink=not args.no_shrink, source=source, xfails=xfails,
-                              probe=not args.no_probe, max_unjudged=unjudged)
+                              probe=not args.no_probe, max_unjudged=unjudged,
+                              classes=args.classes)
     except EngineError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
@@ -304,7 +318,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         if col.ok:
             counts = {s: sum(1 for c in col.cells.values() if c["status"] == s)
                       for s in ("pass", "diverges", "xfail", "n/a")}
-            print(f"{col.engine:<14} " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+            print(f"{col.engine:<14} " + ", ".join(f"{v} {k}" for k, v in counts.items())
+                  + f"; claims {', '.join(col.classes)}")
         else:
             print(f"{col.engine:<14} unavailable: {col.reason}")
     out = Path(args.out)

@@ -17,7 +17,9 @@ each column its distinct problems, listed under the table. Each cell links to it
 diverges, the engine's repro script of the smallest program of the cell's largest problem; for
 xfail, of the first expected failure on the clause; for pass, a program that exercised it
 (OUT/<engine>/programs/..., replayable with `gradspec replay`). Every clause links to its text
-(spec/<file>.md#<id>). An engine that cannot load gets a column of n/a with the reason. The
+(spec/<file>.md#<id>). Each column says which conformance classes the engine claims, and per
+class its divergent programs and distinct problems (reports/classes.py); a clause of a class it
+does not claim is n/a. An engine that cannot load gets a column of n/a with the reason. The
 exit code is 0 when the matrix is written: divergences are its content (`gradspec run` is the
 pass/fail gate), 2 for bad usage.
 """
@@ -31,6 +33,7 @@ from typing import Any
 from ..engines import EngineError, load_engine
 from ..judge.executor import execute
 from ..judge.xfail import Xfail
+from ..reports.classes import class_counts
 from ..reports.pages import STATES, Column, markdown, page
 from ..reports.render import render, render_replay
 from ..reports.report import safe_name
@@ -92,10 +95,10 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
                      folder=_rel(folder, out), programs=report.programs,
                      divergent=len(report.divergences), problems=len(report.groups),
                      groups=[{**g, "repro_engine": _rel(g["repro_engine"], out)}
-                             for g in report.groups if g.get("repro_engine")])
+                             for g in report.groups if g.get("repro_engine")],
+                     classes=list(report.classes), by_class=class_counts(report))
         col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
-                                report.capability_checks if c["verdict"] not in
-                                ("ok", "unprobed")]
+                                report.capability_checks if c["verdict"] not in ("ok", "unprobed")]
         col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
         firsts: dict[str, dict[str, Any]] = {}
         problems: dict[str, int] = {}

@@ -7,9 +7,10 @@ Program i is generated from its own seed, derived from the campaign seed alone, 
 do not depend on --jobs or on timing.
 
 After the run: a divergent program whose primary clause (conformance/judge/verdict.py) is
-newer than the oracle's torch release, or requires a capability the engine lacks, is "not
-applicable" (not compared); those an expected-failure file lists (conformance/judge/xfail.py,
-the matcher the pytest plugin uses too) are expected failures; neither fails the run. The
+newer than the oracle's torch release, or whose divergences are all of conformance classes the
+engine does not claim (reports/classes.py), is "not applicable" (not compared); those an
+expected-failure file lists (conformance/judge/xfail.py, the matcher the pytest plugin uses
+too) are expected failures; neither fails the run. The
 failing ones are grouped by problem (`Report.groups`). Each clause gets a status
 (reports/report.py, set_statuses), and the capabilities the engine declares absent are probed
 (conformance/judge/probes.py).
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,12 +28,13 @@ from ..engines import EngineError, load_engine
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness
 from ..judge.probes import check_declarations
-from ..judge.verdict import attribute, group, verdict
+from ..judge.verdict import attribute, claimed, group, lead, verdict
 from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
 from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
 from ..lang.trace import Trace
+from ..reports.classes import apply_classes, engine_claim, not_claimed
 from ..reports.report import (
     MAX_UNJUDGED,
     PATH_KEYS,
@@ -41,6 +42,7 @@ from ..reports.report import (
     apply_oracle_version,
     clause_rows,
     set_statuses,
+    stderr_progress,
     write_divergence,
 )
 from ..spec.reader import load_spec
@@ -83,13 +85,15 @@ class CampaignInterrupted(KeyboardInterrupt):
 def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int], size: int,
                  caps: frozenset[str], jobs: int, timeout: float,
                  source: ProgramSource = default_source, shrink: bool = True,
-                 progress: Progress | None = None) -> list[dict[str, Any]]:
+                 progress: Progress | None = None, classes: frozenset[str] | None = None
+                 ) -> list[dict[str, Any]]:
     """Results per program, in seed order; crashes and hangs become failure results. A
-    divergent program is shrunk in a fresh worker (campaign/worker.py). Ctrl-C raises
-    Interrupted with the results so far."""
+    divergent program is shrunk in a fresh worker (campaign/worker.py) for its first divergence
+    in `classes` (None: the engine's claim). Ctrl-C raises Interrupted with the results so far."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
-    options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout}
+    options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout,
+               "classes": classes}
     results: list[dict[str, Any] | None] = [None] * len(seeds)
     counts = {"done": 0, "failing": 0}
     start = time.monotonic()
@@ -157,23 +161,13 @@ def replay(program: Program, engine_spec: str, oracle_spec: str, device: str = "
     return out
 
 
-def stderr_progress(done: int, total: int, divergent: int, seconds: float) -> None:
-    """A progress line on stderr: rewritten in place on a terminal, every 10% otherwise."""
-    tty = sys.stderr.isatty()
-    if not tty and done != total and done % max(1, total // 10):
-        return
-    rate = done / seconds if seconds > 0 else 0.0
-    line = f"[{done}/{total}] {rate:.1f} programs/s, {divergent} divergent"
-    end = "\n" if not tty or done == total else ""
-    print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
-
-
 def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed: int = 0,
                  count: int = 300, size: int = 20, jobs: int = 1, timeout: float = 10.0,
                  out_dir: str | Path = "gradspec-out", progress: Progress | bool | None = True,
                  device: str = "cpu", source: ProgramSource = default_source,
                  shrink: bool = True, xfails: list[Xfail] | None = None,
-                 probe: bool = True, max_unjudged: float = MAX_UNJUDGED) -> Report:
+                 probe: bool = True, max_unjudged: float = MAX_UNJUDGED,
+                 classes: list[str] | tuple[str, ...] | None = None) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
     per divergent, crashed or timed-out program; return the Report (its exit_code: see
     Report.exit_code).
@@ -182,18 +176,20 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     (campaign/outdir.py); Ctrl-C leaves a partial report (`complete` False) in that folder
     (`report.folder`) and raises CampaignInterrupted. Divergences that an entry of `xfails`
     expects, and those on clauses newer than the oracle's release, are reported apart and do
-    not fail the run. With `probe`,
-    capabilities the engine declares absent are probed (conformance/judge/probes.py)."""
+    not fail the run, and so do divergences of conformance classes the engine does not claim
+    (`classes` overrides its claim). With `probe`, capabilities the engine declares absent are
+    probed (conformance/judge/probes.py)."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
     caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+    claims = engine_claim(engine, classes)
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
     spec = load_spec()
     staging = Staging(out_dir)      # fails now, not after the run, if OUT cannot be written
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
                     spec.version, seed, count, size, jobs, capabilities=sorted(caps),
-                    timeout=timeout, max_unjudged=max_unjudged)
+                    timeout=timeout, max_unjudged=max_unjudged, classes=list(claims))
     start = time.monotonic()
     try:
         if probe:
@@ -202,10 +198,12 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         try:
             results: list[dict[str, Any] | None] = list(run_programs(
                 engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout, source,
-                shrink, stderr_progress if progress is True else progress or None))
+                shrink, stderr_progress if progress is True else progress or None,
+                frozenset(claims)))
         except Interrupted as stop:
             results, report.complete = stop.results, False
-        ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path)
+        ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
+                       claims)
         _collect(report, spec, ctx, seeds, results, xf)
         report.seconds = round(time.monotonic() - start, 3)
         report.folder = str(staging.path if not report.complete else staging.out)
@@ -225,16 +223,19 @@ class _Context:
     """What recording a program's folder needs to know about the run."""
 
     def __init__(self, engine: Engine, engine_spec: str, oracle_spec: str,
-                 caps: frozenset[str], size: int, source: ProgramSource, out: Path):
+                 caps: frozenset[str], size: int, source: ProgramSource, out: Path,
+                 classes: tuple[str, ...]):
         self.engine, self.engine_spec, self.oracle_spec = engine, engine_spec, oracle_spec
         self.caps, self.size, self.source, self.out = caps, size, source, out
+        self.classes = classes      # the conformance classes judged
 
 
 def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
              results: list[dict[str, Any] | None], xf: list[Xfail]) -> None:
     """Fill the report from the results of the programs run (None: not run, interrupted)."""
     exercised: dict[str, int] = {}
-    tallies: dict[str, dict[str, int]] = {"divergences": {}, "crashes": {}, "timeouts": {}}
+    tallies: dict[str, dict[str, int]] = {"divergences": {}, "crashes": {}, "timeouts": {},
+                                          "not_applicable": {}}
     entries: list[dict[str, Any]] = []
     for index, (pseed, r) in enumerate(zip(seeds, results, strict=True)):
         if r is None:
@@ -249,7 +250,9 @@ def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
         entry = _record(index, pseed, r, ctx)
         if entry is None:
             continue
-        column = {"crash": "crashes", "timeout": "timeouts"}.get(entry["what"], "divergences")
+        # not applicable: its divergences are of classes the engine does not claim
+        column = "not_applicable" if entry.get("not_applicable") else {
+            "crash": "crashes", "timeout": "timeouts"}.get(entry["what"], "divergences")
         if column == "divergences":
             entries.append(entry)
         else:
@@ -270,6 +273,7 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
     engine is one the engine can be asked (API-4's rule covers `backward`, its example uses
     autograd.grad)."""
     too_new = apply_oracle_version(spec, rows, report.oracle_version)
+    apply_classes(spec, rows, report.classes)
     expected: dict[str, int] = {}
     used: set[int] = set()
     for entry in entries:
@@ -281,7 +285,7 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
                 f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in primary)
             report.not_applicable.append(entry)
         elif (x := xfail_match(xf, primary, entry["program_seed"],
-                               entry.get("signature", ""))) is not None:
+                               entry.get("signature", ""), entry.get("class"))) is not None:
             entry["xfail"] = x.to_json()
             used.add(x.line)
             report.expected_failures.append(entry)
@@ -289,6 +293,7 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
                 expected[cid] = expected.get(cid, 0) + 1
         else:
             report.divergences.append(entry)
+    report.not_applicable.sort(key=lambda e: e["index"])
     from ..generate import NOT_GENERATED
     set_statuses(spec, rows, frozenset(report.capabilities), expected, report.programs,
                  too_new, NOT_GENERATED)
@@ -378,12 +383,16 @@ def _record(index: int, pseed: int, r: dict[str, Any], ctx: _Context
     cites: dict[str, None] = {}
     for d in divs:
         cites.update(dict.fromkeys(d.clauses))
-    primary, signature = verdict(divs)
-    return {"index": index, "program_seed": pseed, "what": divs[0].what,
-            "path": divs[0].path, "clauses": list(cites), "primary": primary,
-            "signature": signature,
+    primary, signature = verdict(divs, ctx.classes)
+    first = lead(divs, ctx.classes)     # the first divergence in a claimed class, if any
+    head = divs[0] if claimed(divs[0], ctx.classes) else first
+    unclaimed = not_claimed(first.cls, ctx.classes)
+    return {"index": index, "program_seed": pseed, "what": head.what,
+            "path": head.path, "clauses": list(cites), "primary": primary,
+            "signature": signature, "class": first.cls,
+            **({"not_applicable": unclaimed} if unclaimed else {}),
             "statements": sum(1 for _ in program.walk()),
-            "minimized_from": program.meta.get("minimized_from"), "first": str(divs[0]),
+            "minimized_from": program.meta.get("minimized_from"), "first": str(head),
             "folder": str(folder), **{k: v for k, v in paths.items()},
             **({"traceback": r["internal"]} if r.get("internal") else {}),
             **{k: getattr(divs[0], k) for k in ("segment", "localised_to")

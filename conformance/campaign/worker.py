@@ -20,7 +20,7 @@ from ..judge.conditioning import Relief
 from ..judge.executor import execute
 from ..judge.localise import localise
 from ..judge.minimize import minimize, same_problem
-from ..judge.verdict import lead
+from ..judge.verdict import judged, lead
 from ..lang.program import Program
 from ..lang.trace import Trace
 from .pool import ENGINE, ORACLE, Progress
@@ -58,10 +58,14 @@ def reset_grad_mode(engine: Engine) -> bool:
 
 class Runs:
     """A worker's engines and what they left behind: `dirty` once a program left an engine's
-    grad mode changed, or it could not be reset (the worker must then retire)."""
+    grad mode changed, or it could not be reset (the worker must then retire). `classes`: the
+    conformance classes judged (default the engine's claim); a divergence of another class
+    is not what a program is shrunk for."""
 
-    def __init__(self, engine: Engine, oracle: Engine, progress: Progress | None = None):
+    def __init__(self, engine: Engine, oracle: Engine, progress: Progress | None = None,
+                 classes: frozenset[str] | None = None):
         self.engine, self.oracle, self.progress = engine, oracle, progress
+        self.classes = frozenset(engine.classes if classes is None else classes)
         self.dirty = False
 
     def run(self, program: Program, engine: Engine, who: int) -> tuple[Trace, bool | None]:
@@ -102,7 +106,7 @@ class Runs:
 
     def diverges_like(self, target: Divergence) -> Callable[[Program], bool]:
         def test(p: Program) -> bool:
-            return same_problem(self.judge(p)[2], target)
+            return same_problem(judged(self.judge(p)[2], self.classes), target)
         return test
 
 
@@ -117,7 +121,7 @@ def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
     if not found:
         return result
     if shrink:
-        small = minimize(program, runs.diverges_like(lead(found) or found[0]),
+        small = minimize(program, runs.diverges_like(lead(found, runs.classes) or found[0]),
                          max_seconds=shrink_seconds)
         so, se, again = runs.judge(small)
         if again:
@@ -139,7 +143,7 @@ def setup(progress: Progress, engine_spec: str, oracle_spec: str, device: str,
     progress.running(ORACLE)
     oracle = load_engine(oracle_spec, device)
     progress.running(0)
-    return Runs(engine, oracle, progress), options
+    return Runs(engine, oracle, progress, options.get("classes")), options
 
 
 def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress: Progress,

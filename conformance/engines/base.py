@@ -16,6 +16,14 @@ runs regions as one unit (torch.compile: one compiled function) sets `granularit
 the end of the program) or "program" (the whole program), and overrides `run_segment`; see
 there. `eager` gives the per-statement twin that localises a divergence found in a unit.
 
+Conformance classes (spec/README.md). `classes` names the classes the engine claims: core (the
+autograd semantics every PyTorch-like engine shares), torch-observable (torch's node names, edge
+layout, hook order including ties, the exact saved-values table), diagnostics (warnings and
+message text). The default claims all three, so an engine is judged on everything unless it
+says otherwise. A divergence in a class the engine does not claim is not compared: a campaign
+reports the program as not applicable, it never fails the run, and the clauses of that class
+are n/a (`gradspec run --classes` overrides the claim for one run).
+
 Adapters for engines with a torch-shaped Python API need not implement this by hand:
 conformance/engines/torchlike.py does it for any module that looks like `torch`.
 """
@@ -28,6 +36,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..spec.examples import classify
+from ..spec.reader import CLASSES
 
 Tensor = Any        # the engine's tensor type
 Handle = Any        # the engine's hook handle type
@@ -40,6 +49,7 @@ class Engine(ABC):
     device: str = "cpu"
     capabilities: frozenset[str] = frozenset({"core"})
     granularity: str = "statement"      # "statement" | "segment" | "program": see run_segment
+    classes: frozenset[str] = frozenset(CLASSES)    # the conformance classes it claims
 
     # ---- construction and ops -------------------------------------------------------------
     @abstractmethod

@@ -69,6 +69,13 @@ from .base import Engine
 CAPABILITIES = frozenset({
     "core", "retain_grad", "hooks", "post_accumulate_hooks", "version_counter", "views",
     "inplace", "autograd_grad", "grad_modes", "retain_graph"})
+# Conformance classes (spec/README.md): core only. torch-observable is torch's own build, which
+# paddle does not share: its nodes have paddle's names (ExpGradNode, and GradNodeAccumulation
+# even on leaves that stop gradient), it saves other tensors than torch's table (P6 in
+# docs/findings.md) and runs the hooks of several leaves in another order (P17). diagnostics:
+# paddle emits none of the warnings of spec/errors.md and words its errors its own way (the
+# kinds are mapped from its messages below, the prefixes are paddle's).
+CLASSES = frozenset({"core"})
 
 # paddle message fragment -> spec error kind (see the module docstring)
 ERROR_KINDS: list[tuple[str, str]] = [
@@ -119,6 +126,7 @@ class _PostHandle:
 class PaddleEngine(Engine):
     name = "paddle"
     capabilities = CAPABILITIES
+    classes = CLASSES
 
     def __init__(self, device: str = "cpu"):
         self.paddle = _import_paddle()

@@ -61,17 +61,22 @@ class Divergence:
     #                                     conformance/judge/segments.py); None: not replayed
     primary: str | None = None  # the clause defining what the oracle did here (verdict.py)
     signature: str = ""         # the kind of problem, values normalised away (verdict.py)
+    cls: str | None = None      # its conformance class (verdict.py); None: not a verdict on
+    #                             the engine's semantics (harness, crash, timeout, leak)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         for k in ("segment", "localised_to"):
             if d[k] is None:
                 del d[k]
+        cls = d.pop("cls")
+        if cls is not None:
+            d["class"] = cls
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Divergence:
-        return cls(**d)
+        return cls(**{("cls" if k == "class" else k): v for k, v in d.items()})
 
     def __str__(self) -> str:
         if not self.path:   # crash, timeout, internal: the whole program

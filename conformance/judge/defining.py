@@ -9,9 +9,12 @@ which the oracle does *not* raise it (an engine that raises it there breaks one 
 Each tuple is ordered from the most specific rule to the most general one: the verdict takes
 the first clause of the tuple that the divergent statement, or the statement that made what it
 observes, exercises (then: that anything in its backward slice exercises), and falls back on
-the general rule.
+the general rule. Last, the differences that decide a divergence's conformance class whatever
+its primary clause (`conformance_class`).
 """
 from __future__ import annotations
+
+from ..spec.reader import load_spec
 
 # error kind -> the clauses under which the oracle does not raise it, most specific first
 ALLOWS: dict[str, tuple[str, ...]] = {
@@ -83,6 +86,32 @@ HOOK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
     ("post_hook", ""): ("HOOK-13",),
     ("node_hook", ""): ("HOOK-15",),
 }
+
+# What a divergence shows that is a class of its own whatever its primary clause (spec/README.md,
+# "Conformance classes"): (what differs, observable, the oracle's value, the engine's, as the
+# signature words them; "" for any) -> class. A warning is a diagnostic; a node's name where
+# both have a node, and the edges, are how torch itself is built; so is the order of hook calls
+# when the calls are the same. Whether there is a node at all (grad_fn None on one side) is
+# graph recording, of the primary clause's class like every other divergence.
+CLASS_OF_DIFFERENCE: tuple[tuple[tuple[str, str, str, str], str], ...] = (
+    (("warnings", "", "", ""), "diagnostics"),
+    (("value", "grad_fn", "name", "other-name"), "torch-observable"),
+    (("value", "next_functions", "", ""), "torch-observable"),
+    (("hooks", "hooks", "", "reordered"), "torch-observable"),
+)
+
+
+def conformance_class(what: str, observable: str, oracle: str, engine: str,
+                      primary: str | None) -> str:
+    """The class of a compared divergence: by what differs where that decides it, else its
+    primary clause's (core for a clause the spec does not have)."""
+    for pattern, cls in CLASS_OF_DIFFERENCE:
+        if all(p in ("", v) for p, v in zip(pattern, (what, observable, oracle, engine),
+                                             strict=True)):
+            return cls
+    clause = load_spec().clauses.get(primary or "")
+    return clause.cls if clause is not None else "core"
+
 
 # the spec clauses the tables cite, for the test that every one exists
 CITED = sorted({c for t in (*ALLOWS.values(), *DEFINES.values(), *HOOK_CALLS.values())

@@ -23,6 +23,12 @@ The signature names the kind of problem, with the values normalised away, so tha
 problem in different programs groups together (`group`): the statement's kind and op, the
 observable, the oracle's outcome and the engine's, one token `kind[.op]/observable/oracle/
 engine`, e.g. `backward/outcome/GRAPH_FREED/ok` or `observe/grad/None/tensor`.
+
+Each compared divergence also gets its conformance class (spec/README.md): by what differs
+where that decides it (defining.py, CLASS_OF_DIFFERENCE: a warning, a node name, the edges,
+hook calls reordered), else its primary clause's class. Harness errors, crashes, timeouts and
+grad-mode leaks get none: they are no verdict on a class, and always count. A program is
+judged by its first divergence in a class the engine claims (`lead`, `judged`).
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from ..spec.reader import load_errors
-from .defining import ALLOWS, DEFINES, HOOK_CALLS
+from .defining import ALLOWS, DEFINES, HOOK_CALLS, conformance_class
 from .executor import names
 
 _ODD = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -265,12 +271,12 @@ def _where(s: Stmt | None, d: Any, o: Event | None, e: Event | None) -> str:
 
 
 def judge_one(view: _Program, d: Any, o: Event | None, e: Event | None
-              ) -> tuple[str | None, str]:
-    """(primary clause, signature) of one divergence."""
+              ) -> tuple[str | None, str, str | None]:
+    """(primary clause, signature, conformance class) of one divergence."""
     s = view.stmts.get(d.path)
     where = _where(s, d, o, e)
     if d.what == HARNESS:       # gradspec's own failure: no clause, nothing compared
-        return None, f"{where}/harness/-/-"
+        return None, f"{where}/harness/-/-", None
     kind = KINDS.get(s.op) if s is not None else None
     if s is None or kind is None or o is None or d.what not in COMPARED or (
             d.what != "outcome" and e is None):
@@ -278,7 +284,7 @@ def judge_one(view: _Program, d: Any, o: Event | None, e: Event | None
         # the statement's own first clause, as tagged
         detail = d.engine.split(":", 1)[0] if d.what == "internal" else "-"
         return (d.clauses[0] if d.clauses else None), \
-            f"{where}/{_token(d.what)}/-/{_token(detail)}"
+            f"{where}/{_token(d.what)}/-/{_token(detail)}", None
     near = view.near(s, d.path, list(s.clauses), None)
     observable = d.what
     if d.what == "outcome":
@@ -292,25 +298,42 @@ def judge_one(view: _Program, d: Any, o: Event | None, e: Event | None
     if default is None:
         default = near[0] if near else (d.clauses[0] if d.clauses else None)
     primary = _pick(cands, near, list(d.clauses), default)
-    return primary, "/".join([where, _token(observable), _token(ow), _token(ew)])
+    return primary, "/".join([where, _token(observable), _token(ow), _token(ew)]), \
+        conformance_class(d.what, observable, ow, ew, primary)
 
 
 def attribute(program: Program, oracle: Trace | None, engine: Trace | None,
               divergences: list[Any]) -> list[Any]:
-    """Set `primary` and `signature` of each divergence of `program` (whose traces are
+    """Set `primary`, `signature` and `cls` of each divergence of `program` (whose traces are
     `oracle` and `engine`; None for a program that was not judged); returns them."""
     view = _Program(program)
     ob = oracle.by_path() if oracle is not None else {}
     eb = engine.by_path() if engine is not None else {}
     for d in divergences:
-        d.primary, d.signature = judge_one(view, d, ob.get(d.path), eb.get(d.path))
+        d.primary, d.signature, d.cls = judge_one(view, d, ob.get(d.path), eb.get(d.path))
     return divergences
 
 
-def lead(divergences: list[Any]) -> Any | None:
-    """The divergence a program is judged by: its first, the one the rest follow from. The
-    warnings of a sweep are those of all its observations: when they differ, the first of its
-    observations that differs is the first differing observation."""
+def claimed(d: Any, classes: Iterable[str] | None) -> bool:
+    """Whether a divergence counts for an engine claiming `classes` (None: every class): one of
+    a claimed class, or one of no class (harness, crash, timeout, leak: always counted)."""
+    return classes is None or getattr(d, "cls", None) is None or d.cls in classes
+
+
+def judged(divergences: list[Any], classes: Iterable[str] | None) -> list[Any]:
+    """The divergences a program is judged on: those of the classes claimed; all of them when
+    none is (the program is then not applicable, reported by its first)."""
+    classes = None if classes is None else frozenset(classes)
+    mine = [d for d in divergences if claimed(d, classes)]
+    return mine or list(divergences)
+
+
+def lead(divergences: list[Any], classes: Iterable[str] | None = None) -> Any | None:
+    """The divergence a program is judged by: its first (in a class the engine claims:
+    `judged`), the one the rest follow from. The warnings of a sweep are those of all its
+    observations: when they differ, the first of its observations that differs is the first
+    differing observation."""
+    divergences = judged(divergences, classes)
     if not divergences:
         return None
     first = divergences[0]
@@ -321,10 +344,11 @@ def lead(divergences: list[Any]) -> Any | None:
     return first
 
 
-def verdict(divergences: list[Any]) -> tuple[list[str], str]:
+def verdict(divergences: list[Any], classes: Iterable[str] | None = None
+            ) -> tuple[list[str], str]:
     """A program's primary clause (a list of at most one) and signature: those of the
     divergence it is judged by (`lead`)."""
-    first = lead(divergences)
+    first = lead(divergences, classes)
     if first is None:
         return [], ""
     return ([first.primary] if first.primary else []), first.signature
@@ -351,7 +375,8 @@ def group(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (signature, primary), members in by.items():
         small = min(members, key=lambda m: (m.get("statements") or 0, m["index"]))
-        out.append({"signature": signature, "primary": primary or None, "count": len(members),
+        out.append({"signature": signature, "primary": primary or None,
+                    "class": small.get("class"), "count": len(members),
                     "programs": [m["index"] for m in members], "smallest": small["index"],
                     "program_seed": small.get("program_seed"),
                     "statements": small.get("statements"), "folder": small.get("folder"),

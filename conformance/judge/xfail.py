@@ -21,6 +21,8 @@ ID is one of
   the pattern matches, `*` any text (`/` included), `?` one character, `[...]` one of them;
   four fields, or fewer ending with `*` (`sig:observe/grad/*`). report.json lists each
   divergent program's `signature`, and `groups` one per problem;
+- a conformance class (`class:diagnostics`, spec/README.md): programs whose first divergence
+  is of that class (an engine that claims the class, but is known to fail it for now);
 - a generated program's seed (`seed:N`, the `program_seed` of report.json);
 - a pytest node ID (anything with `::`; for pytest runs, ignored by `gradspec run`).
 `@ENGINE` limits the entry to engines of those names (as given to --engine); without it, it
@@ -32,19 +34,20 @@ One matcher serves `gradspec run` (conformance/campaign/runner.py) and the pytes
 from: its primary clause (the clause that defines what the oracle did there,
 conformance/judge/verdict.py; the one the report's per-clause table counts the program
 against) and its signature. The program is an expected failure when an entry names its
-primary clause, an error kind in its signature, a pattern its signature matches, or its seed:
-it is reported, but does not fail the run or the test. A pytest node-ID entry marks the tests
-it names xfail: the test itself, and every parametrization of it (`Xfail.matches_test`).
+primary clause, an error kind in its signature, a pattern its signature matches, its class, or
+its seed: it is reported, but does not fail the run or the test. A pytest node-ID entry marks
+the tests it names xfail: the test itself, and every parametrization of it
+(`Xfail.matches_test`).
 
 An entry is stale when it matches nothing (no such clause in the spec; a seed no program of the
 run has; a node ID no collected test has, in a test file the run collected or that does not
 exist), or when what it names now passes (the clause was exercised without divergence; every
 clause of the error kind was, without a divergence it matched; the program ran clean; every
 test it names that ran passed). Stale entries are reported (`stale`, `stale_tests`); a clause
-the run did not exercise, a signature no program had (the run cannot tell whether it still
-happens), or a test file it did not collect, is neither confirmed nor stale. A line that cannot
-be read is a one-line error (exit code 2), and so is an entry naming a clause or an error kind
-the spec does not have.
+the run did not exercise, a signature or class no program had (the run cannot tell whether it
+still happens), or a test file it did not collect, is neither confirmed nor stale. A line that
+cannot be read is a one-line error (exit code 2), and so is an entry naming a clause, an error
+kind or a class the spec does not have.
 """
 from __future__ import annotations
 
@@ -55,11 +58,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..spec.reader import load_errors, load_spec
-from .verdict import error_kinds, verdict
+from ..spec.reader import CLASSES, load_errors, load_spec
+from .verdict import error_kinds, lead, verdict
 
 _CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
 _SEED = re.compile(r"^seed:([0-9]+)$")
+_CLASS = re.compile(r"^class:([a-z]+(-[a-z]+)*)$")
 _KIND = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 _FIELD = r"[A-Za-z0-9_.+*?!\[\]-]+"
 # four fields, kind[.op]/observable/oracle/engine; fewer when the pattern ends with `*`
@@ -73,14 +77,15 @@ class XfailError(ValueError):
 
 @dataclass(frozen=True)
 class Xfail:
-    id: str                 # "LEAF-5", "GRAPH_FREED", "sig:PATTERN", "seed:123", a node ID
+    id: str                 # "LEAF-5", "GRAPH_FREED", "sig:PATTERN", "class:core", "seed:123",
+    #                         a node ID
     reason: str
     engines: tuple[str, ...] = ()    # empty: every engine
     line: int = 0
 
     @property
     def kind(self) -> str:
-        """clause | error | signature | seed | test."""
+        """clause | error | signature | class | seed | test."""
         return _kind(self.id) or "test"
 
     @property
@@ -122,8 +127,11 @@ def parse(text: str, where: str = "xfail file") -> list[Xfail]:
         if not (_kind(ident) or "::" in ident):
             raise XfailError(f"{where}:{n}: {ident!r} is not a clause ID (LEAF-5), an error "
                              f"kind (GRAPH_FREED), a signature (sig:kind/observable/oracle/"
-                             f"engine), a program seed (seed:N) or a pytest node ID "
-                             f"(path::test)")
+                             f"engine), a conformance class (class:diagnostics), a "
+                             f"program seed (seed:N) or a pytest node ID (path::test)")
+        if _CLASS.match(ident) and ident[6:] not in CLASSES:
+            raise XfailError(f"{where}:{n}: {ident[6:]!r} is not a conformance class "
+                             f"({', '.join(CLASSES)})")
         engines: tuple[str, ...] = ()
         if rest.startswith("@"):
             tag, _, rest = rest.partition(" ")
@@ -147,6 +155,8 @@ def _kind(ident: str) -> str | None:
         return "clause"
     if _SEED.match(ident):
         return "seed"
+    if _CLASS.match(ident):
+        return "class"
     if _SIGNATURE.match(ident):
         return "signature"
     return "error" if _KIND.match(ident) else None
@@ -185,15 +195,17 @@ def attributed(program: Any, divergences: Iterable[Any]) -> list[str]:
 
 
 def match(entries: list[Xfail], clauses: list[str], program_seed: int | None,
-          signature: str = "") -> Xfail | None:
+          signature: str = "", cls: str | None = None) -> Xfail | None:
     """The first entry that expects a program's divergences: a clause entry naming one of the
     clauses they are attributed to (its primary clause, `attributed`), an error-kind entry
-    naming a kind in its `signature`, a signature entry whose pattern matches it, or a seed
-    entry with this program seed."""
+    naming a kind in its `signature`, a signature entry whose pattern matches it, a class entry
+    naming `cls` (the class of the divergence it is judged by), or a seed entry with this
+    program seed."""
     kinds = error_kinds(signature)
     for x in entries:
         if (x.kind == "clause" and x.id in clauses) or (x.kind == "error" and x.id in kinds) \
                 or (x.kind == "signature" and signature and fnmatchcase(signature, x.pattern)) \
+                or (x.kind == "class" and cls is not None and x.id == f"class:{cls}") \
                 or (x.kind == "seed" and x.seed == program_seed):
             return x
     return None
@@ -207,7 +219,8 @@ def expects(entries: list[Xfail], divergences: list[Any], program_seed: int | No
     if not divergences:
         return "passes", None
     primary, signature = verdict(divergences)
-    x = match(entries, primary, program_seed, signature)
+    first = lead(divergences)
+    x = match(entries, primary, program_seed, signature, getattr(first, "cls", None))
     return ("expected", x) if x is not None else ("fails", None)
 
 

@@ -5,7 +5,9 @@ campaign (conformance/campaign/matrix.py) fills in.
 A column is one engine; its cells are keyed by clause ID, each a status of STATES with the
 reason for n/a, links to a repro and the traces, and for a diverging cell the number of
 distinct problems whose primary clause it is; the column's problems are listed under the table,
-each with a link to its smallest program.
+each with a link to its smallest program. A column's head names the conformance classes the
+engine claims and counts the divergent programs and distinct problems of each
+(reports/classes.py).
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class Column:
     divergent: int = 0
     problems: int = 0                 # distinct problems among the divergent programs
     groups: list[dict[str, Any]] = field(default_factory=list)  # one per problem (report.json)
+    classes: list[str] = field(default_factory=list)    # the conformance classes it claims
+    by_class: dict[str, dict[str, Any]] = field(default_factory=dict)   # report.json's
     capability_notes: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)   # clause -> cell
@@ -53,6 +57,20 @@ def _count(n: int) -> str:
 
 def _problems(cell: dict[str, Any]) -> str:
     return f"({_count(cell['problems'])})"
+
+
+def classes_text(col: Column) -> str:
+    """The column's classes in words: claimed ones with their counts, then those not claimed
+    with the programs not compared."""
+    parts = []
+    for cls, n in col.by_class.items():
+        if n["claimed"]:
+            parts.append(f"{cls}: {n['divergent_programs']} divergent, "
+                         f"{_count(n['distinct_problems'])}")
+        else:
+            parts.append(f"{cls}: not claimed" + (f" ({n['not_applicable']} programs not "
+                                                   f"compared)" if n["not_applicable"] else ""))
+    return "; ".join(parts)
 
 
 def _md(text: str) -> str:
@@ -90,6 +108,8 @@ def markdown(spec, clauses: list[str], links: dict[str, str], columns: list[Colu
         out.append(f"- **{col.engine}** {col.version} ({col.device}): {col.programs} programs, "
                    f"{col.divergent} divergent, {_count(col.problems)}; results in "
                    f"[{col.folder}/]({col.folder}/report.json)")
+        if col.by_class:
+            out.append(f"  - classes: {_md(classes_text(col))}")
         out += [f"  - {g['count']} x {g['primary'] or '-'} `{g['signature']}`: "
                 f"[smallest program]({g['repro_engine']}) ({g['statements']} statements)"
                 for g in col.groups[:20]]
@@ -118,6 +138,8 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
             sub = f"{col.version} ({col.device})<br>{col.programs} programs, {col.divergent} " \
                   f"divergent, {_count(col.problems)}<br><a href=\"" \
                   f"{e(col.folder)}/report.json\">report.json</a>"
+            if col.by_class:
+                sub += "".join(f"<br>{e(part)}" for part in classes_text(col).split("; "))
             sub += "".join(f"<br>capability {e(n)}" for n in col.capability_notes)
         else:
             sub = f"unavailable: {e(col.reason)}"
@@ -163,4 +185,4 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
         f"<ul>{stale}</ul>" if stale else "", "</body>", "</html>", ""])
 
 
-__all__ = ["CSS", "Column", "STATES", "cell_of", "markdown", "page"]
+__all__ = ["CSS", "Column", "STATES", "cell_of", "classes_text", "markdown", "page"]

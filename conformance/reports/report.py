@@ -11,10 +11,12 @@ The same for a program the engine crashed on (OUT/crashes/) or hung on (OUT/time
 one the oracle failed on (OUT/oracle-failures/): none of these is a divergence, each has its own
 list and count in report.json, its own columns in the clause table and its own summary line.
 OUT/report.json holds the run's metadata, per-clause counts and the divergences with their
-repro paths, each with its primary clause and signature, and `groups`: the divergent programs
-grouped by problem (signature and primary clause, conformance/judge/verdict.py), each with its
-count and its smallest program; `clause_table` is the table `print_summary` prints at the end
-of a run, before one line per problem.
+repro paths, each with its primary clause, signature and conformance class, and `groups`: the
+divergent programs grouped by problem (signature and primary clause,
+conformance/judge/verdict.py), each with its count and its smallest program; `classes`, the
+conformance classes the engine claims, and `by_class`, the counts per class
+(reports/classes.py); `clause_table` is the table `print_summary` prints at the end of a run,
+before the counts per class and one line per problem.
 
 A run's verdict (`Report.exit_code`): 0 every program judged and none divergent; 1 divergences,
 or crashes and timeouts on at most `max_unjudged` of the programs; 3 could not judge: a harness
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,6 +43,8 @@ from ..judge.compare import Divergence, is_harness, outcome
 from ..judge.executor import VALUED
 from ..lang.program import Program
 from ..lang.trace import Event, Trace
+from .classes import class_counts
+from .classes import summary as class_summary
 from .render import render, render_replay, statement
 
 MAX_UNJUDGED = 0.01     # the fraction of programs that may crash or time out in a judged run
@@ -147,6 +152,7 @@ class Report:
     groups: list[dict[str, Any]] = field(default_factory=list)  # the divergences by problem
     capability_checks: list[dict[str, Any]] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)   # engine's & oracle's, sorted
+    classes: list[str] = field(default_factory=list)    # conformance classes claimed (classes.py)
     first_programs: dict[str, int] = field(default_factory=dict)  # clause -> program index
     timeout: float = 10.0                   # seconds per program
     max_unjudged: float = MAX_UNJUDGED
@@ -183,6 +189,7 @@ class Report:
         d["divergent_programs"], d["distinct_problems"] = len(self.divergences), len(self.groups)
         d["crashed_programs"], d["timed_out_programs"] = len(self.crashes), len(self.timeouts)
         d["exit_code"], d["unjudged"] = self.exit_code, self.unjudged()
+        d["by_class"] = class_counts(self)
         return d
 
     def write(self, path: Path) -> None:
@@ -301,6 +308,17 @@ def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) 
     return f"no program of {programs} exercised it"
 
 
+def stderr_progress(done: int, total: int, divergent: int, seconds: float) -> None:
+    """A progress line on stderr: rewritten in place on a terminal, every 10% otherwise."""
+    tty = sys.stderr.isatty()
+    if not tty and done != total and done % max(1, total // 10):
+        return
+    rate = done / seconds if seconds > 0 else 0.0
+    line = f"[{done}/{total}] {rate:.1f} programs/s, {divergent} divergent"
+    end = "\n" if not tty or done == total else ""
+    print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
+
+
 def print_summary(report: Report, out_dir: str | Path) -> None:
     print(clause_table(report.clauses))
     print()
@@ -311,6 +329,8 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
           f"{len(report.oracle_failures)} oracle failures, {report.seconds:.1f} s"
           + ("" if report.complete else f" (INCOMPLETE: interrupted, {report.programs} of "
              f"{report.count} programs ran)"))
+    if report.classes:
+        print("\n".join(class_summary(report)))
     states = [r.get("status") for r in report.clauses.values()]
     if any(states):
         print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
