@@ -16,6 +16,7 @@ from pathlib import Path
 from .campaign import limits
 from .campaign.limits import device, seconds
 from .importpath import current_folder_last
+from .reports import graph_cli
 from .spec.reader import SpecError, load_spec
 from .spec.show import clause_text, write_generated
 
@@ -239,6 +240,7 @@ command("run", "run the conformance suite: generated programs on an engine vs th
         _configure_run)(_cmd_run)
 command("replay", "rerun a saved program on an engine and the oracle",
         _configure_replay)(_cmd_replay)
+command("graph", graph_cli.HELP, graph_cli.configure)(graph_cli.run)
 
 
 def _configure_engines(p: argparse.ArgumentParser) -> None:

@@ -376,7 +376,7 @@ def _record(index: int, pseed: int, r: dict[str, Any], ctx: _Context
     column = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
     folder = ctx.out / column / f"{index:04d}-seed{pseed}"
     paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, ctx.engine,
-                             ctx.engine_spec, ctx.oracle_spec)
+                             ctx.engine_spec, ctx.oracle_spec, r.get("graphs"))
     # `clauses`: every clause involved (the backward slices); `primary`: the clause defining
     # what the oracle did at the first divergence, which the per-clause table counts and
     # expected failures match, and `signature` its kind of problem (judge/verdict.py)

@@ -23,6 +23,7 @@ from ..judge.minimize import minimize, same_problem
 from ..judge.verdict import judged, lead
 from ..lang.program import Program
 from ..lang.trace import Trace
+from ..reports.graph import capture_pair
 from .pool import ENGINE, ORACLE, Progress
 
 LEAK = "grad mode leak"
@@ -131,7 +132,8 @@ def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
         for d in found:
             d.localised_to = where
     result.update(program=program.to_json(), oracle=o.to_json(), engine=e.to_json(),
-                  divergences=[d.to_json() for d in found])
+                  divergences=[d.to_json() for d in found],
+                  graphs=capture_pair(program, found, engine, oracle))
     return result
 
 

@@ -169,6 +169,20 @@ class Engine(ABC):
         """Names of t.grad_fn's next functions, None for inputs that need no grad."""
         raise NotImplementedError
 
+    def graph_of(self, tensors: dict[str, Tensor]) -> dict[str, Any]:
+        """The backward graph of `tensors` (program name -> tensor), as plain data for the
+        pictures of conformance/reports/graph.py (optional; capability grad_fn). Plain data, so
+        that drawing needs no engine objects and adapters need no drawing:
+        `tensors`: one entry per distinct tensor that requires grad, {"names" (its program
+        names; [] for a leaf reached only through its AccumulateGrad), "leaf", "node" (index of
+        its grad_fn in `nodes`, None for a leaf), "shape", "dtype"}; `nodes`: in the order
+        first reached, from the tensors in the order given, through next_functions, {"name"
+        (Node.name()), "saved" ([label, text] per saved value, None when the engine cannot
+        say), "freed" (its saved values were freed; None: cannot say), "variable" (index in
+        `tensors` of the leaf an AccumulateGrad node accumulates into, else None)}; `edges`:
+        [node, next node, input index] per non-None entry of next_functions."""
+        raise NotImplementedError
+
     def version_counter(self, t: Tensor) -> int:
         """t._version. (Not named `version`: that attribute is the engine's version string.)"""
         raise NotImplementedError

@@ -7,6 +7,9 @@ Per divergent program, a folder under OUT/divergences/:
     repro_torch.py       the program as plain torch code
     repro_<engine>.py    the same on the engine under test (`import X as torch`), or a script
                          that runs `gradspec replay` for engines without a torch-shaped module
+    graph-oracle.svg     the backward graph on each engine after the first differing statement,
+    graph-engine.svg     what the divergence names in red (reports/graph.py; .dot without
+                         Graphviz's dot); notes.txt says what was not drawn, and why
 The same for a program the engine crashed on (OUT/crashes/) or hung on (OUT/timeouts/), and for
 one the oracle failed on (OUT/oracle-failures/): none of these is a divergence, each has its own
 list and count in report.json, its own columns in the clause table and its own summary line.
@@ -45,6 +48,7 @@ from ..lang.program import Program
 from ..lang.trace import Event, Trace
 from .classes import class_counts
 from .classes import summary as class_summary
+from .graph import draw_folder
 from .render import render, render_replay, statement
 
 MAX_UNJUDGED = 0.01     # the fraction of programs that may crash or time out in a judged run
@@ -93,8 +97,10 @@ def side_by_side(program: Program, oracle: Trace | None, engine: Trace | None,
 
 def write_divergence(folder: Path, program: Program, oracle: Trace | None,
                      engine_trace: Trace | None, divergences: list[Divergence],
-                     engine: Engine, engine_spec: str, oracle_spec: str) -> dict[str, str]:
-    """Write one divergence folder; returns the paths written, by role."""
+                     engine: Engine, engine_spec: str, oracle_spec: str,
+                     graphs: dict[str, Any] | None = None) -> dict[str, str]:
+    """Write one divergence folder; returns the paths written, by role. `graphs`: what the
+    worker that judged the program captured of both graphs (graph.capture_pair)."""
     folder.mkdir(parents=True, exist_ok=True)
     traces = [t for t in (oracle, engine_trace) if t is not None]
     first = divergences[0] if divergences else None
@@ -122,6 +128,8 @@ def write_divergence(folder: Path, program: Program, oracle: Trace | None,
         render(program, prelude, traces, title, guard_all) if prelude else
         render_replay("program.json", engine_spec, oracle_spec, engine.device),
         encoding="utf-8")
+    if oracle is not None and engine_trace is not None:     # judged: the worker captured them
+        draw_folder(folder, graphs)
     return {k: str(v) for k, v in paths.items()}
 
 
