@@ -1,7 +1,9 @@
-"""torch.autograd.backward and torch.autograd.grad (API-1..API-12, FREE-4, FREE-7, VER-15,
+"""torch.autograd.backward and torch.autograd.grad (API-1..API-13, FREE-4, FREE-7, VER-15,
 HOOK-16, RETAIN-8), and Tensor.backward, attached here so that refimpl/tensor.py stays below
 the engine."""
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from . import (
     engine,
@@ -18,33 +20,49 @@ def _as_tuple(x):
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
+def _inputs(inputs, api):
+    """`inputs` as a tuple, and the keys of a dict to return the results under (API-13): a
+    plain dict is taken by its values in order; torch 2.13 rejects any other Mapping."""
+    if type(inputs) is dict:
+        return tuple(inputs.values()), tuple(inputs)
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `{api}()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+    return _as_tuple(inputs), None
+
+
 def _roots(outputs, grad_outputs):
-    """The root edges and seed gradients, checked as torch checks them."""
+    """The root edges and seed gradients, checked as torch checks them: every output's
+    gradient first (API-1, API-3), then every output's grad_fn (API-4)."""
     grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else
                            f"Mismatch in length: got {len(grads)} gradients for "
                            f"{len(outputs)} outputs")
-    edges, arrays = [], []
-    for i, (out, g) in enumerate(zip(outputs, grads, strict=True)):
+    arrays = [_seed(i, out, g) for i, (out, g) in enumerate(zip(outputs, grads, strict=True))]
+    edges = []
+    for i, out in enumerate(outputs):
         e = edge(out)
         if e[0] is None:
             raise errors.no_grad_fn(i)  # API-4
-        if g is None:
-            if out._data.size != 1:
-                raise errors.implicit_grad_nonscalar()  # API-1
-            g = out._be.xp.ones(out._data.shape, dtype=out._data.dtype)
-        else:
-            if not isinstance(g, Tensor):
-                g = wrap(out._be, out._be.xp.asarray(g, dtype=out._data.dtype))
-            if tuple(g.shape) != tuple(out.shape):
-                raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
-            g = g._data if g._dtype is out._dtype else \
-                out._be.xp.astype(g._data, out._be.native[out._dtype])  # cast, as torch does
         edges.append(e)
-        arrays.append(g)
     return edges, arrays
+
+
+def _seed(i, out, g):
+    """The gradient backward starts output i with: ones for one element (API-1), else the
+    given one, of the output's shape exactly (API-3) and cast to its dtype."""
+    if g is None:
+        if out.requires_grad and out._data.size != 1:  # one that does not: API-4 raises next
+            raise errors.implicit_grad_nonscalar()  # API-1
+        return out._be.xp.ones(out._data.shape, dtype=out._data.dtype)
+    if not isinstance(g, Tensor):
+        g = wrap(out._be, out._be.xp.asarray(g, dtype=out._data.dtype))
+    if tuple(g.shape) != tuple(out.shape):
+        raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
+    return g._data if g._dtype is out._dtype else \
+        out._be.xp.astype(g._data, out._be.native[out._dtype])  # cast, as torch does
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
@@ -54,11 +72,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     outputs = _as_tuple(tensors)
     if not outputs:
         raise RuntimeError("backward() called with an empty list of tensors")
-    if inputs is not None and not _as_tuple(inputs):
+    ins = _inputs(inputs, "backward")[0]
+    if inputs is not None and not ins:
         raise errors.backward_empty_inputs()  # checked first, as torch does
     edges, grads = _roots(outputs, grad_tensors)
     targets = []
-    for t in _as_tuple(inputs):  # API-11
+    for t in ins:  # API-11
         if t.grad_fn is None:
             if not t.requires_grad:  # torch calls retain_grad() on every input, in order
                 raise errors.retain_grad_no_requires_grad()
@@ -83,7 +102,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     if create_graph:
         raise NotImplementedError("refimpl: create_graph=True is out of scope")
-    outs, ins = _as_tuple(outputs), _as_tuple(inputs)
+    outs, (ins, keys) = _as_tuple(outputs), _inputs(inputs, "grad")
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     edges, grads = _roots(outs, grad_outputs)
     targets = []
     for t in ins:
@@ -100,7 +121,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise errors.unused_input(i)  # API-7
         result.append(None if g is None else _grad_tensor(t._be, g))
-    return tuple(result)
+    return dict(zip(keys, result, strict=True)) if keys is not None else tuple(result)
 
 
 def _grad_tensor(be, g):

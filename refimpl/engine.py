@@ -16,8 +16,8 @@ import itertools
 
 from . import errors, grad_mode, hooks
 from .broadcast import expandable, sum_to
-from .node import Node
-from .tensor import wrap
+from .node import AccumulateGrad, Node
+from .tensor import grad_dtype_of, wrap
 
 
 class _GraphRoot(Node):
@@ -127,10 +127,12 @@ def _call(fn, grad, be, keep_graph, wanted):
         for hook in list(fn._pre_hooks.values()):
             res = hook((_as_tensor(be, grad),))
             if res is not None:
-                _check_count(hook, res, 1)
+                _check_node_result(hook, res, (grad,), be)
                 grad = res[0]._data if res[0] is not None else None
-    outputs = fn.backward(fn, grad) if grad is not None or fn.name() == "GraphRoot" else \
-        (None,) * len(fn.next_functions)
+    # a node sent only an undefined gradient still runs, its formula yielding None for every
+    # input; an AccumulateGrad then leaves .grad alone but still runs its post hooks (LEAF-10)
+    runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad)
+    outputs = fn.backward(fn, grad) if runs else (None,) * len(fn.next_functions)
     # torch's validate_outputs, before the post-hooks see them: only wanted gradients, each
     # summed to its input's shape and cast to its dtype
     outs = []
@@ -139,6 +141,8 @@ def _call(fn, grad, be, keep_graph, wanted):
         if nxt is None or out is None or not wanted(nxt):
             out = None
         elif meta is not None:
+            if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)
+                meta = (meta[0], grad_dtype_of(nxt.variable))
             out = be.wrap(_validate(fn, i, be.wrap(out), meta, be.xp, be))
         outs.append(out)
     outputs = tuple(outs)
@@ -147,7 +151,8 @@ def _call(fn, grad, be, keep_graph, wanted):
         for hook in list(fn._post_hooks.values()):
             res = hook(ins, (_as_tensor(be, grad),))
             if res is not None:
-                _check_count(hook, res, len(ins))
+                _check_node_result(hook, res, tuple(None if t is None else t._data
+                                                    for t in ins), be)
                 ins = tuple(res)
         outputs = tuple(None if t is None else t._data for t in ins)
     if not keep_graph:
@@ -155,24 +160,36 @@ def _call(fn, grad, be, keep_graph, wanted):
     return outputs
 
 
-def _check_count(hook, res, want):
-    if len(res) != want:
-        raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect "
-                           f"number of values (got {len(res)}, but expected {want})")
+def _check_node_result(hook, res, originals, be):
+    """torch's check of what a node pre- or post-hook returns (HOOK-17): a tuple (a subclass
+    will do), of the length of what it was given, each entry None or a replacement of the
+    gradient in its place, checked as a tensor hook's is (HOOK-5); None cannot be replaced."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(res, tuple):
+        raise errors.hook_returned_non_tuple(type(res).__name__)
+    if len(res) != len(originals):
+        raise errors.hook_wrong_count(name, len(res), len(originals))
+    for new, old in zip(res, originals, strict=True):
+        if new is None:
+            continue
+        if old is None:
+            raise errors.hook_replaced_none()
+        hooks.check_replacement(hook, new, old.shape, be.dtype_of[old.dtype])
 
 
 def _tensor_hooks(fn, grad, be):
-    """Tensor hooks in registration order (HOOK-2..HOOK-5), then retain_grad (RETAIN-5)."""
-    if grad is None:
-        return grad
+    """Tensor hooks in registration order (HOOK-2..HOOK-5), then retain_grad (RETAIN-5). An
+    undefined gradient is passed to the hooks as None, and none may replace it (HOOK-17)."""
     for hooks_dict in fn.tensor_hook_dicts():
         for hook in list(hooks_dict.values()):
             res = hook(_as_tensor(be, grad))
             if res is not None:
+                if grad is None:
+                    raise errors.hook_replaced_none()
                 hooks.check_replacement(hook, res, grad.shape, be.dtype_of[grad.dtype])
                 grad = res._data
     ref = fn._retains_grad
-    t = ref() if ref is not None else None
+    t = ref() if ref is not None and grad is not None else None
     if t is not None:
         if t._grad is None:
             t._grad = t._new_like(be.copy(grad))
@@ -188,7 +205,7 @@ def _validate(fn, i, g, meta, xp, be):
         if not expandable(shape, g.shape):
             raise errors.invalid_gradient(fn.name(), i, g.shape, shape)
         g = sum_to(xp, g, shape)
-    if be.dtype_of[g.dtype] is not dtype:
+    if dtype is not None and be.dtype_of[g.dtype] is not dtype:  # None: a leaf's grad_dtype
         g = xp.astype(g, be.native[dtype])
     return g
 

@@ -82,13 +82,19 @@ def retain_grad_no_requires_grad():  # RETAIN-2
     return RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
 
 
-def requires_grad_dtype(method: bool = False):  # LEAF-15
-    if method:
+def requires_grad_dtype(form: str = "factory"):  # LEAF-15
+    """torch words the three forms apart: a factory, `requires_grad_()` and the setter."""
+    if form == "method":
         return RuntimeError("only Tensors of floating point dtype can require gradients")
+    if form == "setter":
+        return RuntimeError("only Tensors of floating point and complex dtype can require "
+                            "gradients")
     return RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
-def requires_grad_nonleaf():  # LEAF-11
+def requires_grad_nonleaf(setter: bool = False):  # LEAF-11 (setter: `t.requires_grad = True`)
+    if setter:  # the setter given True: the message stops after the first sentence
+        return RuntimeError("you can only change requires_grad flags of leaf variables.")
     return RuntimeError(
         "you can only change requires_grad flags of leaf variables. If you want to use a computed "
         "variable in a subgraph that doesn't require differentiation use "
@@ -112,7 +118,17 @@ def grad_assign_shape(got, want):  # LEAF-12
 def grad_assign_dtype(got, want):  # LEAF-13
     return RuntimeError(f"attempting to assign a gradient with dtype '{got.c_name}' to a tensor "
                         f"with grad_dtype '{want.c_name.capitalize()}'. The gradient must match "
-                        "the tensor's grad_dtype (defaults to the tensor's dtype).")
+                        "the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                        "tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                        "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
+                        "its gradient may break downstream systems that assume they match.")
+
+
+def grad_dtype_conflict(want, have):  # LEAF-13: grad_dtype set over a .grad of another dtype
+    return RuntimeError(f"Cannot set grad_dtype to '{want.c_name.capitalize()}' because there is "
+                        f"already a gradient with dtype '{have.c_name}'. Please clear the "
+                        "gradient (.grad = None) before changing grad_dtype, or ensure the new "
+                        "grad_dtype matches the existing gradient's dtype.")
 
 
 def hook_changed_size(name: str):  # HOOK-5
@@ -121,6 +137,19 @@ def hook_changed_size(name: str):  # HOOK-5
 
 def hook_returned_non_tensor(type_name: str):  # HOOK-13
     return TypeError(f"expected Variable, but hook returned '{type_name}'")
+
+
+def hook_returned_non_tuple(type_name: str):  # HOOK-17
+    return TypeError(f"expected tuple, but hook returned '{type_name}'")
+
+
+def hook_wrong_count(name: str, got: int, want: int):  # HOOK-17
+    return RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {got}, "
+                        f"but expected {want})")
+
+
+def hook_replaced_none():  # HOOK-17
+    return RuntimeError("can't replace a None gradient with a non-None value")
 
 
 def hook_changed_type(name: str, was, got):  # HOOK-13

@@ -1,13 +1,29 @@
-"""Grad modes (MODE-1..MODE-8): one global switch, and managers that save and restore it.
+"""Grad modes (MODE-1..MODE-8): one switch per thread, and managers that save and restore it.
 
 Every manager works as a context manager and as a decorator, as torch.autograd.grad_mode does.
 """
 from __future__ import annotations
 
 import functools
+import threading
 
-# A one-element list so that ops read it with a single index (fast) and no `global` is needed.
-enabled = [True]
+
+class _ThreadFlag(threading.local):
+    """The grad mode of the running thread, read and written as `enabled[0]` (one index, no
+    `global`). Each thread starts with grad mode on, whatever the thread that started it had,
+    as torch's thread-local grad mode does."""
+
+    def __init__(self):
+        self.value = True
+
+    def __getitem__(self, _index):
+        return self.value
+
+    def __setitem__(self, _index, value):
+        self.value = value
+
+
+enabled = _ThreadFlag()
 
 
 def is_grad_enabled() -> bool:

@@ -119,11 +119,11 @@ class AccumulateGrad(Node):
 
 def _accumulate(node, grad):
     leaf = node.variable
-    if grad is None:
-        return ()
     if leaf._grad_fn is not None:  # an in-place op gave the leaf a history since
         raise RuntimeError("leaf variable has been moved into the graph interior")
-    if not leaf._requires_grad:  # requires_grad_(False) since the graph was built: no update
+    if grad is None:  # only undefined gradients arrived: .grad stays, post hooks run (LEAF-10)
+        pass
+    elif not leaf._requires_grad:  # requires_grad_(False) since the graph was built: no update
         pass
     elif leaf._grad is None:
         leaf._grad = leaf._new_like(leaf._be.copy(grad))

@@ -45,7 +45,7 @@ class device:
 class Tensor:
     __slots__ = ("_data", "_be", "_dtype", "_requires_grad", "_grad_fn", "_grad", "_vc",
                  "_base", "_view_chain", "_view_version", "_view_no_grad", "_backward_hooks",
-                 "_post_hooks", "_retains_grad", "_accumulator", "__weakref__")
+                 "_post_hooks", "_retains_grad", "_accumulator", "_grad_dtype", "__weakref__")
     __hash__ = object.__hash__
 
     # ---- construction -------------------------------------------------------------------
@@ -68,7 +68,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
-        self.requires_grad_(flag)
+        # unlike requires_grad_(True), the setter refuses a non-leaf whatever the flag (LEAF-11)
+        if self._grad_fn is not None:
+            raise errors.requires_grad_nonleaf(setter=bool(flag))
+        if flag and not self._dtype.is_floating_point:
+            raise errors.requires_grad_dtype("setter")  # LEAF-15
+        self._requires_grad = bool(flag)
 
     def requires_grad_(self, requires_grad=True):
         if self._grad_fn is not None:  # torch reads the stored field here, not a regenerated one
@@ -76,7 +81,8 @@ class Tensor:
                 raise errors.requires_grad_nonleaf()  # LEAF-11
             return self
         if requires_grad and not self._dtype.is_floating_point:
-            raise errors.requires_grad_dtype(method=True)  # LEAF-15
+            raise errors.requires_grad_dtype("method")  # LEAF-15
+        # a view's own flag: it still reads True while its base requires grad (LEAF-11, MODE-9)
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -93,8 +99,9 @@ class Tensor:
     @grad.setter
     def grad(self, value):
         if value is not None:
-            if value._dtype is not self._dtype:
-                raise errors.grad_assign_dtype(value._dtype, self._dtype)  # LEAF-13
+            want = grad_dtype_of(self)
+            if want is not None and value._dtype is not want:
+                raise errors.grad_assign_dtype(value._dtype, want)  # LEAF-13
             if tuple(value.shape) != tuple(self.shape):
                 raise errors.grad_assign_shape(value.shape, self.shape)  # LEAF-12
         self._grad = value
@@ -102,6 +109,22 @@ class Tensor:
     @grad.deleter
     def grad(self):
         self._grad = None
+
+    @property
+    def grad_dtype(self):
+        """The dtype backward casts this leaf's gradient to and `.grad` must have (LEAF-9,
+        LEAF-13): the tensor's own unless set; None casts nothing and accepts any dtype."""
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return grad_dtype_of(self)
+
+    @grad_dtype.setter
+    def grad_dtype(self, dtype):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if dtype is not None and self._grad is not None and self._grad._dtype is not dtype:
+            raise errors.grad_dtype_conflict(dtype, self._grad._dtype)
+        self._grad_dtype = dtype
 
     @property
     def _version(self) -> int:
@@ -148,7 +171,7 @@ class Tensor:
     def register_post_accumulate_grad_hook(self, hook):
         if self.grad_fn is not None:
             raise errors.post_hook_nonleaf()  # HOOK-12
-        if not self._requires_grad:
+        if not self.requires_grad:  # a no_grad view reads its base's flag: accepted (MODE-9)
             raise errors.hook_no_requires_grad()
         if self._post_hooks is None:
             self._post_hooks = {}
@@ -219,12 +242,21 @@ def wrap(be, array, vc=None) -> Tensor:
     t = _new(Tensor)
     t._data = array = be.wrap(array)
     t._be, t._dtype = be, be.dtype_of[array.dtype]
+    t._grad_dtype = OWN_DTYPE
     t._requires_grad = False
     t._grad_fn = t._grad = t._base = t._view_chain = t._backward_hooks = None
     t._post_hooks = t._accumulator = None
     t._retains_grad = False
     t._vc = vc if vc is not None else [0]
     return t
+
+
+OWN_DTYPE = "own"  # a grad_dtype never set: the tensor's dtype, whatever `.data =` makes it
+
+
+def grad_dtype_of(t: Tensor):
+    """The dtype backward gives `t`'s gradient (None: whatever arrives, LEAF-9)."""
+    return t._dtype if t._grad_dtype is OWN_DTYPE else t._grad_dtype
 
 
 def edge(t: Tensor):

@@ -44,6 +44,10 @@ INEXPRESSIBLE: dict[str, str] = {
     "HOOK_RETURNED_NON_TENSOR": "every hook behaviour returns None or a tensor (HOOK-13)",
     "HOOK_CHANGED_TYPE": "every hook behaviour returns a tensor of its gradient's or its "
                          "leaf's dtype (HOOK-13)",
+    "HOOK_RETURNED_NON_TUPLE": "node hook behaviours return None or a tuple (HOOK-17)",
+    "HOOK_WRONG_COUNT": "node hook behaviours return a tuple of the length they were given "
+                        "(HOOK-17)",
+    "HOOK_REPLACED_NONE": "node hook behaviours keep every None entry (HOOK-17)",
     "SELF_OVERLAPPING_WRITE": "set_grad assigns only fresh leaves, never an expanded tensor "
                               "(LEAF-12), and a new move would change the draws of the frozen "
                               "vocabularies",

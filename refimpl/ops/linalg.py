@@ -3,7 +3,10 @@
 1-D @ 1-D is DotBackward0, 2-D @ 1-D MvBackward0, 2-D @ 2-D MmBackward0; 1-D @ 2-D goes through
 unsqueeze, mm and squeeze.
 Each saves an operand only when the other one needs a gradient. With a batch, torch either folds
-it into matrix rows (mm) or expands both operands and calls bmm; refimpl follows the same rule.
+it into matrix rows (mm) or expands both operands and calls bmm; refimpl follows the same rule,
+since the reshapes on the way decide which operands are saved as copies, which later writes do
+not reach (VER-12). Two 3-D operands whose batch sizes differ, one of them a batch of 1 that
+needs grad, fold too: torch squeezes that batch first.
 """
 from __future__ import annotations
 
@@ -42,8 +45,13 @@ def matmul(a, b):
         out = views.unsafe_view(_two(rows, t2, "MmBackward0", _mm_bw),
                                 shape + (t2._data.shape[1],))
         return views.contiguous(views.transpose(out, -2, -1)) if flip else out
-    # batched: expand both to the broadcast batch, flatten it, bmm, unflatten
     sa, sb = a._data.shape, b._data.shape
+    if da == 3 and db == 3 and sa[0] != sb[0]:  # a batch of 1 that needs grad: fold it instead
+        if sa[0] == 1 and a.requires_grad:
+            return matmul(views.squeeze(a, 0), b)
+        if sb[0] == 1 and b.requires_grad:
+            return matmul(a, views.squeeze(b, 0))
+    # batched: expand both to the broadcast batch, flatten it, bmm, unflatten
     n, m1 = (sa[-2] if da > 1 else 1), sa[-1]
     m2, p = (sb[-2] if db > 1 else sb[0]), (sb[-1] if db > 1 else 1)
     batch = _broadcast(sa[:max(da - 2, 0)], sb[:max(db - 2, 0)])
@@ -84,7 +92,14 @@ def _should_fold(a, b):
     shape, strides = larger._data.shape, larger._be.strides(larger._data)
     if _numel(shape) == 0:
         return True
+    if larger is b:  # torch checks b.mT: the last two dims swapped
+        shape, strides = _swap_last(shape), _swap_last(strides)
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def _swap_last(t):
+    t = tuple(t)
+    return t[:-2] + (t[-1], t[-2])
 
 
 def _broadcast(s1, s2):

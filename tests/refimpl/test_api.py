@@ -9,8 +9,9 @@ from ._twin import same
 PUBLIC = ["tensor", "ones", "zeros", "ones_like", "zeros_like", "arange", "randn", "manual_seed",
           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "autograd",
           "float32", "float64", "int64", "bool", "Tensor", "Size", "device", "exp", "matmul"]
-TENSOR = ["requires_grad", "is_leaf", "grad", "grad_fn", "_version", "data", "shape", "dtype",
-          "device", "detach", "requires_grad_", "retain_grad", "retains_grad", "register_hook",
+TENSOR = ["requires_grad", "is_leaf", "grad", "grad_dtype", "grad_fn", "_version", "data",
+          "shape", "dtype", "device", "detach", "requires_grad_", "retain_grad", "retains_grad",
+          "register_hook",
           "register_post_accumulate_grad_hook", "backward", "item", "tolist", "numpy", "clone",
           "sum", "mean", "zero_", "fill_", "copy_", "view", "reshape", "t", "transpose",
           "unsqueeze", "squeeze", "expand", "matmul"]
