@@ -199,11 +199,14 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
             _involved(flat, ev.path, clauses, [tensor] if tensor else [])
         out.append(Divergence(ev.path, ev.op, what, o, e, cites, unit))
 
-    def same_call(path: str, i: int, c: list[Any], d: list[Any]) -> bool:
+    def same_call(path: str, i: int | None, c: list[Any], d: list[Any]) -> bool:
+        """`i`: the call's place in the trace, which keys its measured spread; None when the
+        calls are compared out of order (no spread applies)."""
         if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
             return True                     # a post hook's view of an unspecified .grad
         return (c[2] == d[2] or None in (c[2], d[2])) and (
-            close(c[1], d[1], dtype) or _relieved(relief, (path, "hook", i), c[1], d[1], dtype))
+            close(c[1], d[1], dtype) or i is not None
+            and _relieved(relief, (path, "hook", i), c[1], d[1], dtype))
 
     for o in oracle.events:
         e = theirs.get(o.path)
@@ -228,14 +231,24 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
             diverge(o, "warnings", ", ".join(o.warnings) or "none",
                     ", ".join(e.warnings) or "none")
         if (o.hooks or e.hooks) and not ost == est == "error":  # UNSPEC-1: hooks before an
-            if [c[0] for c in o.hooks] != [c[0] for c in e.hooks] or not all(   # error
-                    same_call(o.path, i, c, d)
-                    for i, (c, d) in enumerate(zip(o.hooks, e.hooks, strict=True))):
+            open_order = kind.hook_order_open(s)                      # error
+            oh, eh = _hook_calls(o, e, open_order)
+            if [c[0] for c in oh] != [c[0] for c in eh] or not all(
+                    same_call(o.path, None if open_order else i, c, d)
+                    for i, (c, d) in enumerate(zip(oh, eh, strict=True))):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
         if ost == est == "ok" and kind.valued:
             _compare_value(s, kind, o, e, unspec, diverge, dtype, relief)
         unspec.update(s, kind, o, e)
     return attribute(program, oracle, engine, sorted(out, key=lambda d: d.what != HARNESS))
+
+
+def _hook_calls(o: Event, e: Event, order_open: bool) -> tuple[list[Any], list[Any]]:
+    """Both sides' hook calls, as compared: in call order, or by label where the order is left
+    open (UNSPEC-7; a label's own calls keep their order)."""
+    if not order_open:
+        return o.hooks, e.hooks
+    return sorted(o.hooks, key=lambda c: c[0]), sorted(e.hooks, key=lambda c: c[0])
 
 
 def _relieved(relief: Relief | None, key: tuple[str, str, int], a: Any, b: Any,

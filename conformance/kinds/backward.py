@@ -123,6 +123,9 @@ class BackwardMany(Kind):
         return (super().refs(s) + list(p.get("tensors") or [])
                 + [g for g in (p.get("grad_tensors") or []) if isinstance(g, str)])
 
+    def hook_order_open(self, s):
+        return len(s.params.get("tensors") or []) >= 3      # UNSPEC-7: leaves among them
+
     def stored_grads(self, s):
         p = s.params
         return [(root, gt) for root, gt in zip(p.get("tensors") or [],
@@ -197,6 +200,9 @@ class Grad(Kind):
 
     def binds(self, s):
         return [n for n in s.params.get("outs") or [] if n is not None]
+
+    def hook_order_open(self, s):
+        return len(s.params.get("outputs") or []) >= 3      # UNSPEC-7: leaves among them
 
     def unversioned(self, s, shapes):
         return True                     # the _version of gradients (VER-1, UNSPEC-3)

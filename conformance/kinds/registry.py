@@ -18,7 +18,7 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   same_object, unversioned, observed, grad_hook
+                   same_object, unversioned, observed, grad_hook, hook_order_open
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -113,6 +113,12 @@ class Kind:
     def grad_hook(self, s: Any) -> str | None:
         """The label of the hook calls it registers that show its target's .grad, if any."""
         return None
+
+    def hook_order_open(self, s: Any) -> bool:
+        """Whether the order of the hook calls it makes is left open (UNSPEC-7: three or
+        more gradient accumulators ready at once, as the roots of one pass can be): they are
+        then compared as calls, not in order."""
+        return False
 
     # ---- running, rendering, drawing ----------------------------------------------------
     def run(self, x: Any, s: Any, ev: Any, path: str) -> None:
