@@ -47,6 +47,31 @@ def test_the_version_is_a_release_or_the_coming_one_in_development():
     assert re.fullmatch(r"\d+\.\d+\.\d+(-dev)?", SPEC.version), SPEC.version
     if not SPEC.version.endswith("-dev"):   # a release: its text is the archived one
         assert COMING in releases(spec_dir()), f"release {COMING} is not archived"
+        frozen = load_archive(spec_dir(), COMING)["clauses"]
+        changed = [cid for cid, c in SPEC.clauses.items()
+                   if frozen.get(cid, {}).get("digest") != digest(c)]
+        assert not changed, (f"spec {COMING} is released: {changed} changed; set spec/VERSION "
+                             "to the next version with -dev")
+
+
+def test_a_released_text_is_never_archived_again(tmp_path):
+    import shutil
+
+    from conformance.spec.reader import SpecError
+    from conformance.spec.releases import write_archive
+    shutil.copytree(spec_dir(), tmp_path / "spec")
+    copy = tmp_path / "spec"
+    (copy / "VERSION").write_text("9.0.0\n")
+    spec = load_spec(str(copy))
+    assert write_archive(spec, copy) == str(copy / "releases" / "9.0.0.json")
+    assert write_archive(spec, copy) is None            # the same text: nothing to do
+    graph = copy / "graph.md"
+    graph.write_text(graph.read_text().replace("MUST have `requires_grad`",
+                                               "MUST have `requires_grad` always", 1))
+    load_spec.cache_clear()
+    with pytest.raises(SpecError, match="9.0.0 is released"):
+        write_archive(load_spec(str(copy)), copy)
+    load_spec.cache_clear()
 
 
 @pytest.mark.parametrize("cid", list(SPEC.clauses))

@@ -109,6 +109,28 @@ def clause_at(directory: Path, cid: str, version: str) -> dict[str, Any]:
     return record
 
 
+def write_archive(spec: Spec, directory: Path) -> str | None:
+    """Archive the tree's text as release spec.version, if it is a release (not "-dev") and
+    not archived yet; what was written, or None. An archived release is never rewritten: a
+    release whose text differs from its archive is a SpecError (bump the version instead)."""
+    if spec.version.endswith("-dev") or spec.version == "unknown":
+        return None
+    path = directory / "releases" / f"{spec.version}.json"
+    record = archive(spec)
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        changed = [cid for cid, c in record["clauses"].items()
+                   if old["clauses"].get(cid, {}).get("digest") != c["digest"]]
+        if changed:
+            raise SpecError(f"spec {spec.version} is released and archived; its text may not "
+                            f"change ({', '.join(changed[:5])}): set spec/VERSION to the "
+                            "next version with -dev")
+        return None
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return str(path)
+
+
 def render_ids(spec: Spec) -> str:
     """The text of spec/ids.json: for each clause ID, where it is and what it is."""
     ids = {c.id: {"file": f"spec/{c.file}", "anchor": c.id.lower(), "title": c.title,
@@ -120,4 +142,4 @@ def render_ids(spec: Spec) -> str:
 
 
 __all__ = ["archive", "clause_at", "digest", "load_archive", "normative", "read_lock",
-           "release_of", "releases", "render_ids", "render_lock"]
+           "release_of", "releases", "render_ids", "render_lock", "write_archive"]

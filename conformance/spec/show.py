@@ -1,10 +1,11 @@
 """What `gradspec spec` and `gradspec index --write` print and write (conformance/cli.py calls
 these): a clause as the tree has it or as a release had it, and the generated files
-(spec/index.md, spec/ids.json, the digests of spec/clauses.lock)."""
+(spec/index.md, spec/ids.json, the digests of spec/clauses.lock, and the archive of a release
+when spec/VERSION names one that is not archived yet)."""
 from __future__ import annotations
 
 from .reader import Spec, SpecError, load_spec, render_index, spec_dir
-from .releases import clause_at, read_lock, render_ids, render_lock
+from .releases import clause_at, read_lock, render_ids, render_lock, write_archive
 
 
 def clause_text(cid: str, at: str | None = None) -> str:
@@ -38,5 +39,7 @@ def write_generated(spec: Spec | None = None) -> list[str]:
     old = read_lock(lock)
     lock.write_text(render_lock(spec, old), encoding="utf-8")
     new = [cid for cid in spec.clauses if cid not in old]
-    return [f"wrote {d / 'index.md'} and {d / 'ids.json'} ({len(spec.clauses)} clauses)",
-            f"wrote {lock}" + (f" ({len(new)} new IDs: {', '.join(new)})" if new else "")]
+    archived = write_archive(spec, d)
+    return ([f"archived release {spec.version} in {archived}"] if archived else []) + [
+        f"wrote {d / 'index.md'} and {d / 'ids.json'} ({len(spec.clauses)} clauses)",
+        f"wrote {lock}" + (f" ({len(new)} new IDs: {', '.join(new)})" if new else "")]
