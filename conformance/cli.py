@@ -17,38 +17,14 @@ from .campaign import limits
 from .campaign.limits import device, seconds
 from .importpath import current_folder_last
 from .reports import graph_cli
-from .spec.reader import SpecError, load_spec
-from .spec.show import clause_text, write_generated
+from .spec import commands as spec_commands
+from .spec.reader import SpecError
 
 EXIT_HARNESS = 3    # could not judge: gradspec could not express a statement (a harness error)
 
 
 class UsageError(Exception):
     """A mistake by the user; printed as one line, exit code 2."""
-
-
-def _cmd_spec(args: argparse.Namespace) -> int:
-    print(clause_text(args.clause, args.at))
-    return 0
-
-
-def _cmd_index(args: argparse.Namespace) -> int:
-    if args.write:
-        for line in write_generated():
-            print(line)
-        return 0
-    print_index(load_spec())
-    return 0
-
-
-def print_index(spec) -> None:
-    rows = [(c.id, c.title.replace("`", ""), spec.areas[c.area], c.verified)
-            for c in spec.clauses.values()]
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    print(f"{'ID':<{w[0]}}  {'title':<{w[1]}}  {'area':<{w[2]}}  verified")
-    for r in rows:
-        print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}")
-    print(f"{len(rows)} clauses, spec version {spec.version}")
 
 
 # Subcommands register here with @command.
@@ -63,17 +39,12 @@ def command(name: str, help: str, configure: Callable[[argparse.ArgumentParser],
     return deco
 
 
-def _configure_spec(p: argparse.ArgumentParser) -> None:
-    p.add_argument("clause", help="e.g. LEAF-5")
-    p.add_argument("--at", metavar="VERSION", default=None,
-                   help="the clause as an archived spec release had it (e.g. 1.0.0)")
+def _write_site(out: Path) -> list[Path]:
+    from .reports.site import write_site  # on use: only `spec --html` needs it
+    return write_site(out)
 
 
-command("spec", "print one clause", _configure_spec)(_cmd_spec)
-command("index", "print the clause index",
-        lambda p: p.add_argument("--write", action="store_true",
-                                 help="regenerate spec/index.md, spec/ids.json and "
-                                 "the digests of spec/clauses.lock"))(_cmd_index)
+spec_commands.register(command, _write_site)
 
 
 def _campaign_options(p: argparse.ArgumentParser, count: int, what: str, out: str) -> None:

@@ -1,11 +1,11 @@
 """A run's output folder, written so that nothing earlier is lost.
 
 A run writes into a fresh folder beside OUT (`Staging`), and only a complete run swaps what it
-wrote into OUT: each entry the run owns (`ENTRIES`: report.json and the folders of divergent,
-crashed, timed-out and oracle-failed programs) is replaced as a whole, and one the new run did
-not write is removed, so that OUT never mixes two runs. Other files in OUT are left alone. A
-run that fails removes its staging folder and leaves OUT as it was; an interrupted one keeps
-its staging folder, with the partial report in it, and says where.
+wrote into OUT: each entry the run owns (`ENTRIES`: report.json, report.html and the folders of
+divergent, crashed, timed-out and oracle-failed programs) is replaced as a whole, and one the
+new run did not write is removed, so that OUT never mixes two runs. Other files in OUT are left
+alone. A run that fails removes its staging folder and leaves OUT as it was; an interrupted one
+keeps its staging folder, with the partial report in it, and says where.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENTRIES = ("report.json", "divergences", "crashes", "timeouts", "oracle-failures")
+ENTRIES = ("report.json", "report.html", "divergences", "crashes", "timeouts",
+           "oracle-failures")
 
 
 class Staging:

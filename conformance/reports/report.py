@@ -50,6 +50,7 @@ from .classes import class_counts
 from .classes import summary as class_summary
 from .graph import draw_folder
 from .render import render, render_replay, statement
+from .report_html import write_safely as write_report_html
 
 MAX_UNJUDGED = 0.01     # the fraction of programs that may crash or time out in a judged run
 EXIT_UNJUDGED, EXIT_INTERRUPTED = 3, 130
@@ -201,8 +202,12 @@ class Report:
         return d
 
     def write(self, path: Path) -> None:
+        """report.json at `path`, and report.html beside it (whose failure is one line on
+        stderr, never the run's)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+        data = self.to_json()
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        write_report_html(data, path.parent)
 
 
 def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
