@@ -8,9 +8,13 @@ and once as the plain Python of their repro scripts (conformance/reports/render.
 output discarded.
 
 The stages are also timed one by one on the same seeds, alternately, best of `--repeat`:
-generation alone, each engine's executor runs alone, the comparison alone, and the full loop.
-The *execution floor* is the two executor runs alone; the loop's throughput over the floor's
-(floor seconds / loop seconds) says how much of the loop is the engines' own work.
+generation alone, each engine's executor runs alone, the comparison alone, the full loop, the
+campaign worker's per-program work (conformance/campaign/worker.py) in this process, and
+`gradspec run`'s loop itself in one worker process (by the worker's CPU time). The *execution
+floor* is the two executor runs alone; the loop's throughput over the floor's (floor seconds /
+loop seconds) says how much of the loop is the engines' own work. Each stage frees what it
+makes as it goes, as the loop does: results kept for the whole stage would be traversed by each
+of its full garbage collections, a cost charged to the stage that the loop never pays.
 
 Targets (benchmarks/README.md): >= 200 programs/s per core for ~20-statement programs,
 2 workers >= 1.7x serial, and the loop at >= 0.8 of the execution floor. Results are printed
@@ -142,8 +146,10 @@ def _timed(f) -> tuple[float, object]:
     return time.process_time() - t, out
 
 
-STAGES = ("generation", "oracle", "engine", "both", "comparison", "loop", "batched")
+STAGES = ("generation", "oracle", "engine", "both", "comparison", "loop", "runner", "batched",
+          "campaign")
 BATCH = 10
+WARM = 20       # programs of the campaign run whose cost is taken as its fixed cost
 
 
 def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
@@ -160,46 +166,127 @@ def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
     return n
 
 
-def stages(seeds, size, oracle, engine, caps, repeat) -> dict[str, float]:
-    """Best-of-`repeat` seconds of each stage on the same seeds, the stages alternating within
-    each round: generation; the oracle's executor runs alone, then the engine's; both runs of
-    each program in turn, as the loop makes them; the comparison; and the full loop (all of it
-    per program, nothing kept)."""
+def runner_loop(seeds, size, oracle, engine, caps):
+    """A function running `gradspec run`'s per-program work over seeds in this process: what
+    a campaign worker does with a ("check", seed) task (conformance/campaign/worker.py:
+    `work`): the program drawn by the campaign's source, the grad mode reset and checked
+    around each run, each statement's path written to the shared-memory progress record, the
+    comparison, the result built. Not the pipe traffic with the parent (see `campaign`)."""
+    from conformance.campaign import worker
+    from conformance.campaign.pool import Progress
+    from conformance.campaign.runner import default_source
+    progress = Progress(mp.get_context())
+    state = (worker.Runs(engine, oracle, progress),
+             {"source": default_source, "caps": caps, "size": size, "shrink_seconds": 20.0})
+
+    def run() -> int:
+        found = 0
+        for s in seeds:
+            progress.begin(s)       # as the pool's worker does on each task
+            found += len(worker.work(state, ("check", s), progress, lambda _: None)[0][
+                "divergences"])
+        return found
+    return run
+
+
+def campaign(seeds, size, engine_spec, oracle_spec, caps) -> tuple[float, float, int] | None:
+    """`gradspec run`'s loop itself: run_programs with one worker process, unshrunk. (CPU
+    seconds of the worker and of this process running the pool, for the programs past the
+    first WARM, whose run, the worker's start and engine loading included, is measured apart
+    and taken off; divergences of all the programs). None where the worker would not be
+    forked from this process (campaign/pool.py: start_method): only a child's CPU time is
+    counted here, and a forkserver's workers are not this process's children."""
+    import resource
+
+    from conformance.campaign.pool import start_method
+    from conformance.campaign.runner import run_programs
+    if start_method([engine_spec, oracle_spec], "cpu") != "fork":
+        return None
+
+    def once(ss) -> tuple[float, float, int]:
+        gc.collect()
+        child = resource.getrusage(resource.RUSAGE_CHILDREN)
+        mine = time.process_time()
+        res = run_programs(engine_spec, oracle_spec, "cpu", ss, size, caps, 1, 30.0,
+                           shrink=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime + after.ru_stime - child.ru_utime - child.ru_stime,
+                time.process_time() - mine, sum(len(r.get("divergences") or ()) for r in res))
+    w_all, p_all, n = once(seeds)
+    w_warm, p_warm, _ = once(seeds[:WARM])
+    return max(0.0, w_all - w_warm), max(0.0, p_all - p_warm), n
+
+
+# The stages below free what they make as they go, as the loop does: results kept for a whole
+# stage would be traversed by each of its full garbage collections, a cost the loop never pays.
+def _draw_all(seeds, caps, size) -> None:
+    """Generation of each seed's program, nothing kept."""
+    for s in seeds:
+        program_for_seed(s, caps, size)
+
+
+def _run_all(programs, *engines) -> None:
+    """Each program run on each engine in turn, nothing kept."""
+    for p in programs:
+        for e in engines:
+            execute(p, e)
+
+
+def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, float]:
+    """Best-of-`repeat` CPU seconds of each stage on the same seeds, the stages alternating
+    within each round: generation; the oracle's executor runs alone, then the engine's; both
+    runs of each program in turn, as the loop makes them; the comparison; the full loop (all
+    of it per program); the campaign worker's per-program work in this process (runner); the
+    loop in batches; and, given the engines' `specs`, gradspec run's own loop (campaign: the
+    worker's CPU time, and the parent's apart). Each stage but the comparison frees its
+    results as it goes, as the loop does; the programs they run are drawn beforehand."""
     best = dict.fromkeys(STAGES, float("inf"))
+    best["campaign_parent"] = float("inf")
+    run_as_worker = runner_loop(seeds, size, oracle, engine, caps)
 
     def keep(stage: str, f):
         t, out = _timed(f)
         best[stage] = min(best[stage], t)
         return out
     for _ in range(repeat):
-        programs = keep("generation", lambda: [program_for_seed(s, caps, size) for s in seeds])
-        keep("oracle", lambda ps=programs: [execute(p, oracle) for p in ps])
-        keep("engine", lambda ps=programs: [execute(p, engine) for p in ps])
-        traces = keep("both", lambda ps=programs: [(execute(p, oracle), execute(p, engine))
-                                                   for p in ps])
+        keep("generation", lambda: _draw_all(seeds, caps, size))
+        programs = [program_for_seed(s, caps, size) for s in seeds]
+        keep("oracle", lambda ps=programs: _run_all(ps, oracle))
+        keep("engine", lambda ps=programs: _run_all(ps, engine))
+        keep("both", lambda ps=programs: _run_all(ps, oracle, engine))
+        traces = [(execute(p, oracle), execute(p, engine)) for p in programs]
         keep("comparison", lambda ps=programs, tr=traces: [
             compare(p, a, b) for p, (a, b) in zip(ps, tr, strict=True)])
         del programs, traces
         keep("loop", lambda: serial(seeds, size, oracle, engine, caps))
+        keep("runner", run_as_worker)
         keep("batched", lambda: batched(seeds, size, oracle, engine, caps))
-    return best
+        measured = campaign(seeds, size, *specs, caps) if specs and len(seeds) > WARM else None
+        for stage, t in zip(("campaign", "campaign_parent"), (measured or ())[:2], strict=False):
+            best[stage] = min(best[stage], t * len(seeds) / (len(seeds) - WARM))
+    return {k: v for k, v in best.items() if v != float("inf")}
 
 
 def stage_figures(best: dict[str, float], n: int) -> dict[str, float | None]:
-    """Per-program milliseconds of each stage; the loop's throughput over the execution
-    floor's (the two engines' executor runs alone), and over that of both runs made in turn
-    per program as the loop makes them; and the generation time per program that would bring
-    the first ratio to 0.8, the rest of the loop as measured (None: generation alone cannot)."""
+    """Per-program milliseconds of each stage; the throughput over the execution floor's (the
+    two engines' executor runs alone) of the loop, of the campaign worker's work (runner) and
+    of gradspec run's worker process (campaign), and of the loop over both runs made in turn;
+    and the generation time per program that would bring the loop's ratio to 0.8, the rest of
+    the loop as measured (None: generation alone cannot)."""
     ms = {k: v / n * 1e3 for k, v in best.items()}
     floor = ms["oracle"] + ms["engine"]
     gen_for_target = floor / 0.8 - (ms["loop"] - ms["generation"])
-    return {**{f"{k}_ms": round(v, 4) for k, v in ms.items()}, "floor_ms": round(floor, 4),
-            "loop_vs_floor": round(floor / ms["loop"], 3),
-            "loop_vs_both_in_turn": round(ms["both"] / ms["loop"], 3),
-            f"batched{BATCH}_loop_vs_floor": round(floor / ms["batched"], 3),
-            "generation_ms_for_0.8": round(gen_for_target, 4) if gen_for_target > 0 else None,
-            "generation_speedup_for_0.8": (round(ms["generation"] / gen_for_target, 2)
-                                           if gen_for_target > 0 else None)}
+    out = {**{f"{k}_ms": round(v, 4) for k, v in ms.items()}, "floor_ms": round(floor, 4),
+           "loop_vs_floor": round(floor / ms["loop"], 3),
+           "runner_vs_floor": round(floor / ms["runner"], 3),
+           "loop_vs_both_in_turn": round(ms["both"] / ms["loop"], 3),
+           f"batched{BATCH}_loop_vs_floor": round(floor / ms["batched"], 3),
+           "generation_ms_for_0.8": round(gen_for_target, 4) if gen_for_target > 0 else None,
+           "generation_speedup_for_0.8": (round(ms["generation"] / gen_for_target, 2)
+                                          if gen_for_target > 0 else None)}
+    if ms.get("campaign"):
+        out["campaign_vs_floor"] = round(floor / ms["campaign"], 3)
+    return out
 
 
 def print_stages(f: dict[str, float | None], oracle: str, engine: str) -> None:
@@ -212,6 +299,12 @@ def print_stages(f: dict[str, float | None], oracle: str, engine: str) -> None:
     print(f"  loop / execution floor   {f['loop_vs_floor']:.2f}  (target >= 0.8; against both "
           f"runs in turn: {f['loop_vs_both_in_turn']:.2f}; the loop in batches of {BATCH}: "
           f"{f['batched_ms']:.3f} ms, {f[f'batched{BATCH}_loop_vs_floor']:.2f} of the floor)")
+    print(f"  gradspec run's per-program work (campaign/worker.py), in this process: "
+          f"{f['runner_ms']:.3f} ms, {f['runner_vs_floor']:.2f} of the floor")
+    if "campaign_ms" in f:
+        print(f"  gradspec run, one worker process: worker {f['campaign_ms']:.3f} ms, "
+              f"{f['campaign_vs_floor']:.2f} of the floor (and the parent "
+              f"{f['campaign_parent_ms']:.3f} ms)")
     need = f["generation_ms_for_0.8"]
     print("  0.8 of the floor needs " + (
         f"generation at {need:.3f} ms per program ({f['generation_speedup_for_0.8']}x faster)"
@@ -240,7 +333,8 @@ def main(argv=None) -> int:
     caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
     seeds = list(range(a.count))
     serial(seeds[:20], a.size, oracle, engine, caps)                   # warm-up
-    figures = stage_figures(stages(seeds, a.size, oracle, engine, caps, a.repeat), len(seeds))
+    figures = stage_figures(stages(seeds, a.size, oracle, engine, caps, a.repeat,
+                                   (a.engine, a.oracle)), len(seeds))
     if a.stages_only:
         print(f"conformance loop stages: {engine.name} vs {oracle.name}, {len(seeds)} programs "
               f"of size {a.size}, best of {a.repeat}, load average {os.getloadavg()[0]:.2f}")

@@ -9,7 +9,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..lang.trace import plain
 from ..lang.validate import CLAUSE_ID
-from ..model import observe_clauses
+from ..model import clauses_of_observing, observe_clauses, observed_state
 from ..model.tables import OBSERVE_WHAT
 from . import fields
 from .registry import Kind, kind
@@ -174,15 +174,35 @@ class Sweep(Kind):
         """Emit the sweep that ends a program: every observable of every live tensor that
         observing would not leave unspecified (the filters of an observe statement's draw)."""
         items, clauses = [], []
-        blocked = g.blocks_clauses()
+        blocks, caps = self._blocks, g.caps
         for t in g.live():
-            for what in self._swept(g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                                    t.origin == "grad", t.stale, t.is_float):
-                cl = g.tags(observe_clauses(t, what)) if blocked else observe_clauses(t, what)
-                items.append([t.name, what, cl])
-                clauses += cl
+            key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf, t.origin == "grad",
+                   t.stale, t.is_float, observed_state(t))
+            block = blocks.get(key)
+            if block is None:
+                block = blocks[key] = self._block(g, key)
+            name = t.name
+            items += [[name, what, list(cl)] for what, cl in block[0]]
+            clauses += block[1]
         if items:
             g.emit(Stmt("sweep", params={"of": items}), clauses)
+
+    # (caps, the properties _swept and observe_clauses read of a tensor) -> _block: a
+    # program's tensors are in few such states, and the capabilities decide what tags drops
+    _blocks: dict[tuple[Any, ...], tuple[tuple[tuple[str, tuple[str, ...]], ...],
+                                         tuple[str, ...]]] = {}
+
+    def _block(self, g, key):
+        """What the sweep holds of a tensor in the state `key`: ((what, its clauses), ...) in
+        SWEPT's order, each tagged (g.tags) as an observe statement's would be when the
+        capabilities block some clause, and all their clauses, first occurrence each (the
+        sweep's own tags keep the first occurrence of each, in order: the same)."""
+        caps, *properties, state = key
+        blocked = g.blocks_clauses()
+        of = tuple((what, tuple(g.tags(clauses_of_observing(state, what)) if blocked
+                                else clauses_of_observing(state, what)))
+                   for what in self._swept(caps, *properties))
+        return of, tuple(dict.fromkeys(c for _, cl in of for c in cl))
 
     @staticmethod
     @functools.cache

@@ -4,7 +4,7 @@ raises (graph.py), in-place writes (inplace.py), clause tagging (clauses.py) and
 and weights programs are drawn from (tables.py). Pure logic: no chooser, no statements."""
 from __future__ import annotations
 
-from .clauses import backward_clauses, observe_clauses
+from .clauses import backward_clauses, clauses_of_observing, observe_clauses, observed_state
 from .graph import after_backward, joins, leaves_reached, needed, predict, reach
 from .inplace import apply_inplace, inplace_ok, leaf_rg_view
 from .shapes import broadcast, copy_kw, index_shape, matmul_shape, numel, view_options
@@ -13,4 +13,5 @@ from .tensors import Node, Storage, T
 __all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
            "broadcast", "copy_kw", "index_shape", "inplace_ok", "joins", "leaf_rg_view",
            "leaves_reached", "matmul_shape",
-           "needed", "numel", "observe_clauses", "predict", "reach", "view_options"]
+           "needed", "numel", "observe_clauses", "observed_state", "clauses_of_observing",
+           "predict", "reach", "view_options"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 
 from .graph import reach
 from .tensors import Node, T
@@ -76,29 +77,44 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     return cl
 
 
+def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool]:
+    """What of t the clauses of observing it depend on (observe_clauses), as a hashable key:
+    a program's closing sweep observes every tensor, mostly in a few states."""
+    return (t.leaf, t.has_grad, t.retains, t.rg, t.origin,
+            t.node is not None and t.node.inplace, t.storage.version == 0)
+
+
 def observe_clauses(t: T, what: str) -> list[str]:
     """The clauses observing `what` of t exercises."""
+    return list(clauses_of_observing(observed_state(t), what))
+
+
+@functools.cache
+def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
+                         what: str) -> tuple[str, ...]:
+    """observe_clauses of a tensor in `state` (observed_state)."""
+    leaf, has_grad, retains, rg, origin, inplace_node, first_version = state
     if what == "grad":
-        if t.leaf:
-            return ["LEAF-5", "LEAF-9"] + ([] if t.has_grad else ["LEAF-6"])
-        return ["RETAIN-1"] if t.retains else ["RETAIN-7"]
+        if leaf:
+            return ("LEAF-5", "LEAF-9") + (() if has_grad else ("LEAF-6",))
+        return ("RETAIN-1",) if retains else ("RETAIN-7",)
     if what in ("is_leaf", "requires_grad"):
-        return {"leaf": ["LEAF-1"] + ([] if t.rg else ["LEAF-2"]), "no_grad": [
-            "LEAF-3", "MODE-1"], "detach": ["LEAF-4"], "data": ["LEAF-4"]}.get(
-            t.origin, ["GRAPH-1" if t.rg else "GRAPH-2"])
+        return {"leaf": ("LEAF-1",) + (() if rg else ("LEAF-2",)), "no_grad": (
+            "LEAF-3", "MODE-1"), "detach": ("LEAF-4",), "data": ("LEAF-4",)}.get(
+            origin, ("GRAPH-1" if rg else "GRAPH-2",))
     if what == "grad_fn":
-        cl = ["GRAPH-3"] if t.rg and not t.leaf else ["LEAF-1"]
-        if t.node is not None and t.node.inplace:
-            cl.append("INPLACE-7")
-        if t.origin == "view":
-            cl.append("GRAPH-10")
+        cl = ("GRAPH-3",) if rg and not leaf else ("LEAF-1",)
+        if inplace_node:
+            cl += ("INPLACE-7",)
+        if origin == "view":
+            cl += ("GRAPH-10",)
         return cl
     if what == "next_functions":
-        return ["GRAPH-4", "GRAPH-5", "GRAPH-6"]
+        return ("GRAPH-4", "GRAPH-5", "GRAPH-6")
     if what == "version":
-        cl = ["VER-1" if t.storage.version == 0 else "VER-2", "VER-3"]
-        cl += {"view": ["VER-4"], "detach": ["VER-5"], "data": ["VER-6"]}.get(t.origin, [])
+        cl = ("VER-1" if first_version else "VER-2", "VER-3")
+        cl += {"view": ("VER-4",), "detach": ("VER-5",), "data": ("VER-6",)}.get(origin, ())
         return cl
     if what == "retains_grad":
-        return ["RETAIN-3"] if t.leaf else ["RETAIN-1"]
-    return []
+        return ("RETAIN-3",) if leaf else ("RETAIN-1",)
+    return ()

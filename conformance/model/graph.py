@@ -18,19 +18,29 @@ def reach(roots: Iterable[Node | None]) -> list[Node]:
     return _reach(stack)
 
 
+def leaf_ids(node: Node) -> frozenset[int]:
+    """The ids of the leaf accumulators reachable from node, kept on it (Node.leaves): its
+    parents never change, and the generator asks again for every candidate operand."""
+    found = node.leaves
+    if found is None:
+        found = node.leaves = frozenset(id(n) for n in reach([node]) if n.leaf)
+    return found
+
+
 def leaves_reached(t: T) -> int:
     """How many leaf accumulators a backward pass from t reaches (0 without a grad node)."""
     if not t.rg or t.node is None:
         return 0
-    return sum(1 for n in reach([t.node]) if n.leaf)
+    return len(leaf_ids(t.node))
 
 
 def joins(a: T, b: T) -> bool:
     """Whether a graph over a and b reaches a leaf that a's graph alone does not."""
     if not b.rg or b.node is None:
         return False
-    mine = {id(n) for n in reach([a.node])} if a.rg and a.node is not None else set()
-    return any(n.leaf and id(n) not in mine for n in reach([b.node]))
+    if not a.rg or a.node is None:
+        return bool(leaf_ids(b.node))
+    return not leaf_ids(b.node) <= leaf_ids(a.node)
 
 
 def _reach(stack: list[Node]) -> list[Node]:

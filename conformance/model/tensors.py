@@ -31,6 +31,7 @@ class Node:
     frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
     moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
     reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
+    leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 
 
 @dataclass(eq=False, slots=True)
