@@ -1,125 +1,213 @@
-"""The conformance suite under pytest: `pytest tests/conformance --engine NAME --oracle NAME`.
+"""gradspec's pytest plugin: the options, fixtures and checks of the conformance suite, which
+ships in the package (`python -m pytest --pyargs conformance.suite --gradspec-engine NAME`,
+conformance/suite/) and which this repository's tests/conformance use as well.
 
-Options (also read from the environment, so tox and CI can pass them through):
-    --engine NAME            engine under test (GRADSPEC_ENGINE; default refimpl, or torch when
-                             GRADSPEC_TEST_ENGINES leaves refimpl out)
-    --oracle NAME            the oracle (GRADSPEC_ORACLE; default torch)
+pytest loads it in every session of an environment with gradspec installed (the `pytest11`
+entry point, named `conformance.pytest_plugin` after the module so that `-p
+conformance.pytest_plugin` names the same plugin; `-p no:conformance.pytest_plugin` turns it
+off). It is inert unless the session names the suite (`--pyargs conformance.suite`, or a path
+in it) or a gradspec option is given: nothing is imported, loaded, checked or printed, and it
+adds no tests; its fixtures do nothing until a test asks for them.
+
+Options (each also read from the environment, so tox and CI can pass them through):
+    --gradspec-engine NAME   engine under test: torch, refimpl, an entry point of
+                             `gradspec.engines` or pkg.mod:factory (GRADSPEC_ENGINE; default
+                             refimpl, or torch when GRADSPEC_TEST_ENGINES leaves refimpl out)
+    --gradspec-oracle NAME   the oracle (GRADSPEC_ORACLE; default torch)
     --gradspec-device DEV    cpu or cuda (GRADSPEC_DEVICE; default cpu)
-    --gradspec-profile NAME  Hypothesis profile (GRADSPEC_PROFILE; default "ci" when CI is set
-                             or under tox, else "dev"):
-        dev       fast, random, remembers failures in the Hypothesis database
-        ci        derandomized (same programs on every run, serial or `-n auto`), no database
-        thorough  long campaigns: many more and longer programs
+    --gradspec-profile NAME  how much to draw (GRADSPEC_PROFILE; default "ci" when CI is set or
+                             under tox, else "dev"; conformance/suite/checks.py):
+        dev       a few programs per clause, a fresh stream each session
+        ci        deterministic: the programs of `gradspec run --seed 0`, the same on every
+                  run, serial or `-n auto`
+        thorough  long campaigns: many more and longer programs, a fresh stream each session
+    --gradspec-seed N        the clause items' stream (GRADSPEC_SEED): `gradspec run --seed N`'s
+                             programs; by default the profile's (ci: 0; others: drawn per
+                             session, shown in the header)
+    --gradspec-classes LIST  the conformance classes judged, e.g. core,torch-observable
+                             (GRADSPEC_CLASSES; default the engine's claim, Engine.classes): a
+                             divergence of another class fails nothing
     --gradspec-timeout SEC   how long one program may run on the oracle and the engine in its
                              worker before it counts as hung (GRADSPEC_TIMEOUT; default 10)
     --gradspec-xfail FILE    expected failures (GRADSPEC_XFAIL), the file and the matcher of
-                             `gradspec run --xfail` (conformance/judge/xfail.py): a pytest node
-                             ID entry marks that test xfail; a program whose first divergence
-                             has the primary clause, error kind or signature an entry names,
-                             or whose seed is listed, is expected: the test is
-                             reported xfailed instead of failed. Entries with @ENGINE hold only
-                             for that engine (the --engine name, or the adapter's name). Stale
-                             node-ID entries (matching no collected test of a file the run
-                             collected or of no file at all; or naming only tests that passed)
-                             are listed at the end of the run, as `gradspec run` lists stale
-                             clause and seed entries.
+                             `gradspec run --xfail` (conformance/judge/xfail.py): a program whose
+                             first divergence has the primary clause, error kind, signature or
+                             class an entry names, or whose seed is listed, is expected: its
+                             item is reported xfailed instead of failed; a pytest node-ID entry
+                             marks that test xfail. Entries with @ENGINE hold only for that
+                             engine (the --gradspec-engine name, or the adapter's name). Stale
+                             node-ID entries are listed at the end of the run.
+    --engine, --oracle       deprecated aliases of --gradspec-engine and --gradspec-oracle, kept
+                             for one release; registered only where no other plugin or initial
+                             conftest has taken the name.
+A bad value of any of them is a usage error (one line, exit status 4).
 
 Fixtures: conformance_engine, conformance_oracle (Engine adapters, one per session, loaded in
 the test process for their names and capabilities), conformance_isolated (one worker process
-per session that runs programs on both, conformance/campaign/resident.py), gradspec_profile (a
-Profile: Hypothesis settings plus the program size to draw) and gradspec_xfail (the
-expected-failure entries for the engine under test). check_isolated() runs one program on both
-in that worker and fails with the divergences, the clause IDs and a standalone repro script;
-an engine that crashes or hangs on the program fails that test alone, with the program, its
-repro folder and the replay command (EngineFault), and the session goes on. check_program()
-runs the program in the test process.
-
-Of the profiles only ci is deterministic; dev may miss a broken engine that ci catches: use ci
-in CI.
-
-Loaded for this project's tests by `-p conformance.pytest_plugin` in pyproject.toml's addopts;
-another project loads it the same way (`pytest -p conformance.pytest_plugin`).
+per session that runs programs on both, conformance/campaign/resident.py), gradspec_profile,
+gradspec_classes (the classes judged), gradspec_xfail (the expected-failure entries for the
+engine under test) and gradspec_clauses (the clause items, conformance/suite/clauses.py).
+check_isolated() and check_program() (conformance/suite/checks.py, re-exported here) judge one
+program and fail the test with the divergences, their clauses and a repro.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-PROFILES = ("dev", "ci", "thorough")
+from conformance.suite.checks import (  # noqa: F401 - the first release's names, kept here
+    PROFILE_TABLE,
+    PROFILES,
+    EngineFault,
+    Profile,
+    _without_local_constants,
+    check_isolated,
+    check_program,
+    describe,
+    expected_reason,
+    for_engine,
+    hypothesis_settings,
+    register_profiles,
+    run_both,
+    run_isolated,
+    split_expected,
+)
 
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    max_examples: int
-    size: int              # statements per generated program
-    derandomize: bool
-
-
-PROFILE_TABLE = {
-    "dev": Profile("dev", 40, 20, False),
-    "ci": Profile("ci", 300, 20, True),
-    "thorough": Profile("thorough", 10000, 30, False),
+SUITE = Path(__file__).resolve().parent / "suite"
+# key -> (option, environment variable)
+OPTIONS = {
+    "engine": ("--gradspec-engine", "GRADSPEC_ENGINE"),
+    "oracle": ("--gradspec-oracle", "GRADSPEC_ORACLE"),
+    "device": ("--gradspec-device", "GRADSPEC_DEVICE"),
+    "profile": ("--gradspec-profile", "GRADSPEC_PROFILE"),
+    "seed": ("--gradspec-seed", "GRADSPEC_SEED"),
+    "classes": ("--gradspec-classes", "GRADSPEC_CLASSES"),
+    "timeout": ("--gradspec-timeout", "GRADSPEC_TIMEOUT"),
+    "xfail": ("--gradspec-xfail", "GRADSPEC_XFAIL"),
 }
-
-
-def _default_engine() -> str:
-    if os.environ.get("GRADSPEC_ENGINE"):
-        return os.environ["GRADSPEC_ENGINE"]
-    names = os.environ.get("GRADSPEC_TEST_ENGINES", "torch,refimpl").split(",")
-    return "refimpl" if "refimpl" in [n.strip() for n in names] else "torch"
-
-
-def _default_profile() -> str:
-    # tox sets TOX_ENV_NAME: `tox -e test` (what .ci/run runs) gets the derandomized profile
-    ci = os.environ.get("CI") or os.environ.get("TOX_ENV_NAME")
-    return os.environ.get("GRADSPEC_PROFILE") or ("ci" if ci else "dev")
+ALIASES = {"--engine": "engine", "--oracle": "oracle"}      # deprecated, for one release
+HELP = {
+    "engine": "engine under test: torch, refimpl, an entry point or pkg.mod:factory",
+    "oracle": "the oracle engine (default torch)",
+    "device": "cpu (default) or cuda",
+    "profile": "how much to draw: dev, ci (deterministic) or thorough",
+    "seed": "campaign seed of the clause items' programs (default: the profile's)",
+    "classes": "conformance classes judged, comma-separated (default: the engine's claim)",
+    "timeout": "seconds one program may run before it counts as hung (10)",
+    "xfail": "expected-failure file, as for `gradspec run --xfail`",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gradspec", "gradspec conformance suite")
     try:
-        group.addoption("--engine", default=None, help="engine under test: torch, refimpl, "
-                        "an entry point or pkg.mod:factory")
-        group.addoption("--oracle", default=None, help="the oracle engine (default torch)")
-        group.addoption("--gradspec-device", default=None, help="cpu (default) or cuda")
-        group.addoption("--gradspec-profile", default=None, choices=PROFILES,
-                        help="Hypothesis profile: dev, ci or thorough")
-        group.addoption("--gradspec-timeout", default=None, metavar="SECONDS",
-                        help="seconds one program may run before it counts as hung (10)")
-        group.addoption("--gradspec-xfail", default=None, metavar="FILE",
-                        help="expected-failure file, as for `gradspec run --xfail`")
-    except ValueError:  # registered twice (addopts and a command-line -p): keep the first
+        for key, (name, env) in OPTIONS.items():
+            group.addoption(name, default=None, help=f"{HELP[key]} [{env}]",
+                            metavar=key.upper(),
+                            **({"choices": PROFILES} if key == "profile" else {}))
+    except ValueError:  # registered twice (two copies on the path): keep the first
         pass
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]):
+    """The deprecated aliases, added after every plugin and initial conftest has added its
+    own options, and only where the name is free: an unrelated project's `--engine` wins."""
+    yield
+    taken = _option_names(parser)
+    group = parser.getgroup("gradspec")
+    for alias, key in ALIASES.items():
+        if alias not in taken:
+            group.addoption(alias, default=None, dest=f"gradspec_alias_{key}",
+                            help=f"deprecated alias of {OPTIONS[key][0]} (kept for one "
+                                 f"release)")
+
+
+def _option_names(parser: pytest.Parser) -> set[str] | frozenset[str]:
+    """Every option name registered so far. pytest has no public way to ask; where its
+    private attributes have moved, every alias counts as taken (none is added)."""
+    try:
+        groups = [parser._anonymous, *parser._groups]
+        return {n for g in groups for opt in g.options for n in opt.names()}
+    except (AttributeError, TypeError):
+        return frozenset(ALIASES)
+
+
 def option(config: pytest.Config, name: str) -> Any:
-    """An option's value; None where the plugin's options are not registered."""
+    """An option's value; None where the option is not registered."""
     try:
         return config.getoption(name)
     except ValueError:
         return None
 
 
+def _alias_given(config: pytest.Config, key: str) -> str | None:
+    """The deprecated alias of `key` given on the command line; read by its own dest, so that
+    another project's `--engine` is never taken for ours."""
+    for alias, k in ALIASES.items():
+        if k == key and option(config, f"gradspec_alias_{key}") is not None:
+            return alias
+    return None
+
+
+def _value(config: pytest.Config, key: str) -> str | None:
+    name, env = OPTIONS[key]
+    alias = _alias_given(config, key)
+    return option(config, name) or \
+        (option(config, f"gradspec_alias_{key}") if alias else None) or \
+        os.environ.get(env) or None
+
+
+def _default_engine() -> str:
+    names = os.environ.get("GRADSPEC_TEST_ENGINES", "torch,refimpl").split(",")
+    return "refimpl" if "refimpl" in [n.strip() for n in names] else "torch"
+
+
+def _default_profile() -> str:
+    # tox sets TOX_ENV_NAME: `tox -e test` (what .ci/run runs) gets the derandomized profile
+    return "ci" if os.environ.get("CI") or os.environ.get("TOX_ENV_NAME") else "dev"
+
+
 def chosen(config: pytest.Config) -> dict[str, str]:
     return {
-        "engine": option(config, "--engine") or _default_engine(),
-        "oracle": option(config, "--oracle") or os.environ.get("GRADSPEC_ORACLE") or "torch",
-        "device": option(config, "--gradspec-device") or os.environ.get("GRADSPEC_DEVICE")
-        or "cpu",
-        "profile": option(config, "--gradspec-profile") or _default_profile(),
-        "xfail": option(config, "--gradspec-xfail") or os.environ.get("GRADSPEC_XFAIL") or "",
+        "engine": _value(config, "engine") or _default_engine(),
+        "oracle": _value(config, "oracle") or "torch",
+        "device": _value(config, "device") or "cpu",
+        "profile": _value(config, "profile") or _default_profile(),
+        "xfail": _value(config, "xfail") or "",
+        "classes": _value(config, "classes") or "",
     }
+
+
+def active(config: pytest.Config) -> bool:
+    """Whether the session asked for gradspec: a gradspec option on the command line, or the
+    suite among the arguments. Otherwise the plugin stays out of the way."""
+    if any(option(config, n) is not None for n, _ in OPTIONS.values()) or \
+            any(_alias_given(config, key) for key in ALIASES.values()):
+        return True
+    pyargs = bool(option(config, "pyargs"))
+    for arg in getattr(config, "args", ()):
+        head = str(arg).split("::")[0]
+        if pyargs and (head == "conformance.suite" or head.startswith("conformance.suite.")):
+            return True
+        try:
+            path = (Path(config.invocation_params.dir) / head).resolve()
+        except (OSError, ValueError):
+            continue
+        if path == SUITE or SUITE in path.parents:
+            return True
+    return False
 
 
 def timeout(config: pytest.Config) -> float:
     """--gradspec-timeout (GRADSPEC_TIMEOUT; default 10 s); a UsageError unless finite and
     positive."""
     import math
-    text = option(config, "--gradspec-timeout") or os.environ.get("GRADSPEC_TIMEOUT") or "10"
+    text = _value(config, "timeout") or "10"
     try:
         seconds = float(text)
     except ValueError:
@@ -130,183 +218,162 @@ def timeout(config: pytest.Config) -> float:
     return seconds
 
 
+def profile(config: pytest.Config) -> Profile:
+    name = chosen(config)["profile"]
+    if name not in PROFILE_TABLE:
+        raise pytest.UsageError(f"--gradspec-profile: unknown profile {name!r} "
+                                f"(choose from {', '.join(PROFILES)})")
+    return PROFILE_TABLE[name]
+
+
+def stream_seed(config: pytest.Config) -> int:
+    """The clause items' campaign seed: --gradspec-seed, else the xdist controller's, else the
+    profile's, else one drawn for the session (the controller hands it to its workers)."""
+    cached = getattr(config, "_gradspec_seed", None)
+    if cached is None:
+        text = _value(config, "seed")
+        handed = getattr(config, "workerinput", {}).get("gradspec_seed")
+        if text is not None:
+            try:
+                cached = int(text)
+            except ValueError:
+                raise pytest.UsageError(f"--gradspec-seed: expected an integer, not "
+                                        f"{text!r}") from None
+        elif handed is not None:
+            cached = int(handed)
+        elif profile(config).seed is not None:
+            cached = profile(config).seed
+        else:
+            import random
+            cached = random.SystemRandom().getrandbits(32)
+        config._gradspec_seed = cached      # type: ignore[attr-defined]
+    return cached
+
+
+def classes_override(config: pytest.Config) -> tuple[str, ...] | None:
+    """--gradspec-classes, parsed; None without it (the engine's claim is judged)."""
+    text = chosen(config)["classes"]
+    if not text:
+        return None
+    from conformance.reports.classes import ClassError, parse
+    try:
+        return parse(text)
+    except ClassError as exc:
+        raise pytest.UsageError(f"--gradspec-classes: {exc}") from None
+
+
 def xfail_entries(config: pytest.Config) -> list:
     """The expected-failure file's entries (all engines); [] without one. Read once."""
-    from conformance.judge.xfail import load
     cached = getattr(config, "_gradspec_xfail", None)
     if cached is None:
         path = chosen(config)["xfail"]
-        cached = load(path) if path else []
+        cached = []
+        if path:
+            from conformance.judge.xfail import XfailError, load
+            try:
+                cached = load(path)
+            except XfailError as exc:
+                raise pytest.UsageError(f"--gradspec-xfail: {exc}") from None
         config._gradspec_xfail = cached     # type: ignore[attr-defined]
     return cached
 
 
-def _for_engine(entries: list, names: tuple[str, ...]) -> list:
-    return [x for x in entries if any(x.applies_to(n) for n in names)]
-
-
-def register_profiles() -> None:
-    from hypothesis import HealthCheck, settings
-    quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-    for p in PROFILE_TABLE.values():
-        settings.register_profile(
-            f"gradspec-{p.name}", max_examples=p.max_examples, derandomize=p.derandomize,
-            deadline=None, suppress_health_check=quiet, print_blob=True,
-            **({"database": None} if p.derandomize else {}))
+def load(config: pytest.Config, key: str):
+    """The engine (key "engine") or the oracle, loaded once per process; EngineError."""
+    from conformance.engines import load_engine
+    c = chosen(config)
+    loaded = config.__dict__.setdefault("_gradspec_engines", {})
+    if (c[key], c["device"]) not in loaded:
+        loaded[c[key], c["device"]] = load_engine(c[key], c["device"])
+    return loaded[c[key], c["device"]]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    c = chosen(config)
-    if c["profile"] not in PROFILE_TABLE:
-        raise pytest.UsageError(f"unknown gradspec profile {c['profile']!r} "
-                                f"(choose from {', '.join(PROFILES)})")
-    register_profiles()
-    timeout(config)
-    from conformance.judge.xfail import XfailError
-    try:
+    """Check every gradspec option now, where a mistake is one line: only when asked for."""
+    if chosen(config)["xfail"]:
         xfail_entries(config)
-    except XfailError as exc:
-        raise pytest.UsageError(f"--gradspec-xfail: {exc}") from None
-    if not config.pluginmanager.has_plugin("gradspec-node-id-entries"):
-        config.pluginmanager.register(NodeIdEntries(config), "gradspec-node-id-entries")
+        if not config.pluginmanager.has_plugin("gradspec-node-id-entries"):
+            from conformance.suite.nodeids import NodeIdEntries
+            config.pluginmanager.register(NodeIdEntries(config, lambda: _test_entries(config)),
+                                          "gradspec-node-id-entries")
+    if not active(config):
+        return
+    profile(config)
+    timeout(config)
+    stream_seed(config)
+    classes_override(config)
+    from conformance.engines import EngineError
+    for key in ("engine", "oracle"):
+        try:
+            load(config, key)
+        except EngineError as exc:
+            raise pytest.UsageError(f"{OPTIONS[key][0]}: cannot load engine: {exc}") from None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker draws the stream of the controller's seed."""
+    if active(node.config):
+        node.workerinput["gradspec_seed"] = stream_seed(node.config)
 
 
 def _test_entries(config: pytest.Config) -> list:
-    """The node-ID entries for the engine under test (by its --engine name)."""
-    return _for_engine([x for x in xfail_entries(config) if x.kind == "test"],
-                       (chosen(config)["engine"],))
+    """The node-ID entries for the engine under test (by its --gradspec-engine name)."""
+    return for_engine([x for x in xfail_entries(config) if x.kind == "test"],
+                      (chosen(config)["engine"],))
 
 
-class NodeIdEntries:
-    """The node-ID entries of the expected-failure file in one pytest run: they mark the tests
-    they name xfail, and what the run collected and how each test ended tells which are stale
-    (conformance/judge/xfail.py, stale_tests). Registered by pytest_configure."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.collected: dict[str, None] = {}
-        self.outcomes: dict[str, str] = {}     # node ID -> passed | failed | skipped
-
-    @pytest.hookimpl(tryfirst=True)     # before deselection: a deselected test is collected
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Node-ID entries mark their tests xfail (a parametrized test by its base ID too)."""
-        from conformance.judge.xfail import marked_tests
-        self.collected.update(dict.fromkeys(item.nodeid for item in items))
-        marked = marked_tests(_test_entries(self.config), [item.nodeid for item in items])
-        for item in items:
-            x = marked.get(item.nodeid)
-            if x is not None:
-                item.add_marker(pytest.mark.xfail(reason=f"{x.id}: {x.reason}", strict=False))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """Under pytest-xdist the controller collects nothing itself: it learns the IDs here."""
-        self.collected.update(dict.fromkeys(ids))
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """An xpass counts as passed, an xfail as failed (what it expects happened)."""
-        if report.failed or (report.skipped and hasattr(report, "wasxfail")):
-            self.outcomes[report.nodeid] = "failed"
-        elif report.skipped:
-            self.outcomes.setdefault(report.nodeid, "skipped")
-        elif report.when == "call" and self.outcomes.get(report.nodeid) != "failed":
-            self.outcomes[report.nodeid] = "passed"
-
-    def stale(self) -> list[dict[str, Any]]:
-        from conformance.judge.xfail import stale_tests
-        root = self.config.rootpath
-        return stale_tests(_test_entries(self.config), self.collected, self.outcomes,
-                           lambda path: (root / path).is_file())
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput"):     # an xdist worker: the controller reports
-            return
-        stale = self.stale()
-        if stale:
-            terminalreporter.section("gradspec: stale expected failures")
-            for x in stale:
-                terminalreporter.write_line(f"stale expected failure, line {x['line']}: "
-                                            f"{x['id']}: {x['stale']}")
-
-
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not active(config):
+        return []
     c = chosen(config)
-    return (f"gradspec: engine {c['engine']} vs oracle {c['oracle']} on {c['device']}, "
-            f"profile {c['profile']}")
+    lines = [f"gradspec: engine {c['engine']} vs oracle {c['oracle']} on {c['device']}, "
+             f"profile {c['profile']}, stream seed {stream_seed(config)}"]
+    for key in ALIASES.values():
+        if (alias := _alias_given(config, key)) is not None:
+            lines.append(f"gradspec: {alias} is deprecated, use {OPTIONS[key][0]}")
+    return lines
+
+
+def _loaded(config: pytest.Config, key: str):
+    from conformance.engines import EngineError
+    try:
+        return load(config, key)
+    except EngineError as exc:
+        pytest.fail(f"cannot load engine: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def gradspec_profile(pytestconfig: pytest.Config) -> Profile:
-    return PROFILE_TABLE[chosen(pytestconfig)["profile"]]
+    return profile(pytestconfig)
 
 
-def hypothesis_settings(profile: Profile, **overrides: Any):
-    from hypothesis import settings
-    register_profiles()
-    if profile.derandomize:
-        _without_local_constants()
-    return settings(settings.get_profile(f"gradspec-{profile.name}"), **overrides)
+@pytest.fixture(scope="session")
+def conformance_engine(pytestconfig: pytest.Config):
+    return _loaded(pytestconfig, "engine")
 
 
-def _without_local_constants() -> None:
-    """Hypothesis also draws literals it finds in the source of the project modules imported
-    so far, and which are imported differs between processes (pytest imports every test
-    module), so a derandomized run would draw other programs elsewhere. Turn that source of
-    draws off. Private Hypothesis API: if it moves, this does nothing."""
-    try:
-        from hypothesis.internal.conjecture import providers
-        empty = providers.Constants()
-        providers._get_local_constants = lambda: empty
-        providers.CONSTANTS_CACHE.cache.clear()
-    except Exception:  # noqa: BLE001 - only a loss of cross-process reproducibility
-        pass
-
-
-def _load(spec: str, device: str):
-    from conformance.engines import EngineError, load_engine
-    try:
-        return load_engine(spec, device)
-    except EngineError as exc:
-        pytest.fail(f"cannot load engine: {exc}", pytrace=False)
+@pytest.fixture(scope="session")
+def conformance_oracle(pytestconfig: pytest.Config):
+    return _loaded(pytestconfig, "oracle")
 
 
 @pytest.fixture(scope="session")
 def gradspec_xfail(pytestconfig: pytest.Config, conformance_engine) -> list:
     """Expected-failure entries for the engine under test (clause and seed entries)."""
     names = (chosen(pytestconfig)["engine"], conformance_engine.name)
-    return [x for x in _for_engine(xfail_entries(pytestconfig), names) if x.kind != "test"]
-
-
-def split_expected(divs: list, entries: list, seed: int | None = None,
-                   program=None) -> tuple[list, list]:
-    """(unexpected, expected) divergences of one program, each expected one paired with the
-    entry that expects the program: the matcher of `gradspec run` (conformance/judge/xfail.py,
-    `expects`), on its first divergence's primary clause and signature."""
-    from conformance.judge.xfail import expects
-    caps = program.meta.get("capabilities") if program is not None else None
-    verdict, x = expects(entries, divs, seed, caps)
-    if verdict == "fails":
-        return list(divs), []
-    return [], [(d, x) for d in divs] if x is not None else []
-
-
-def expected_reason(expected: list) -> str:
-    seen: dict[str, None] = {}
-    for _, x in expected:
-        seen.setdefault(f"{x.id}: {x.reason}", None)
-    return "expected divergence (--gradspec-xfail): " + "; ".join(seen)
+    return [x for x in for_engine(xfail_entries(pytestconfig), names) if x.kind != "test"]
 
 
 @pytest.fixture(scope="session")
-def conformance_engine(pytestconfig: pytest.Config):
-    c = chosen(pytestconfig)
-    return _load(c["engine"], c["device"])
-
-
-@pytest.fixture(scope="session")
-def conformance_oracle(pytestconfig: pytest.Config):
-    c = chosen(pytestconfig)
-    return _load(c["oracle"], c["device"])
+def gradspec_classes(pytestconfig: pytest.Config, conformance_engine) -> tuple[str, ...]:
+    """The conformance classes judged: --gradspec-classes, else the engine's claim."""
+    from conformance.engines import EngineError
+    from conformance.reports.classes import engine_claim
+    try:
+        return engine_claim(conformance_engine, classes_override(pytestconfig))
+    except EngineError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -322,76 +389,11 @@ def conformance_isolated(pytestconfig: pytest.Config, conformance_engine, confor
     resident.close()
 
 
-class EngineFault(Exception):
-    """A program that could not be judged: the engine crashed or hung on it (or the oracle
-    did, or gradspec failed). The message names the statement, the repro folder and the
-    program."""
-
-
-def run_isolated(program, isolated, engine):
-    """(oracle trace, engine trace, divergences) of one program run in the `isolated` worker
-    (conformance_isolated); EngineFault when it was not judged."""
-    from conformance.engines import EngineError
-    from conformance.judge.compare import Divergence
-    from conformance.lang.trace import Trace
-    try:
-        r = isolated.run(program)
-    except EngineError as exc:
-        pytest.fail(f"cannot load engine: {exc}", pytrace=False)
-    if "oracle" not in r or "engine" not in r:
-        raise EngineFault(isolated.explain(program, r, engine))
-    return (Trace.from_json(r["oracle"]), Trace.from_json(r["engine"]),
-            [Divergence.from_json(d) for d in r["divergences"]])
-
-
-def run_both(program, oracle, engine):
-    """(oracle trace, engine trace, divergences) of one program."""
-    from conformance.judge.compare import compare
-    from conformance.judge.conditioning import Relief
-    from conformance.judge.executor import execute
-    o, e = execute(program, oracle), execute(program, engine)
-    return o, e, compare(program, o, e, Relief(program, o, lambda p: execute(p, oracle)))
-
-
-def describe(program, divs: list, engine, traces=()) -> str:
-    """A failure message: each divergence with its clauses, then a standalone repro."""
-    lines = [f"{len(divs)} divergence(s) of {engine.name} from the oracle:"]
-    for d in divs:
-        lines.append(f"  statement {d.path} ({d.op}), {d.what}: oracle {d.oracle}; "
-                     f"{engine.name} {d.engine}  [{d.primary}; involved: "
-                     f"{', '.join(d.clauses)}] {d.signature}")
-    try:
-        from conformance.reports.render import render
-        prelude = engine.render_prelude()
-        lines += ["", "repro (plain torch):", render(program, traces=traces)]
-        if prelude and prelude != "import torch":
-            lines += [f"repro ({engine.name}):", render(program, prelude, traces=traces)]
-    except Exception as exc:  # the repro is a courtesy; the divergences are the finding
-        lines.append(f"(no repro script: {type(exc).__name__}: {exc})")
-    lines += ["program JSON (`gradspec replay FILE --engine NAME`):", program.dumps()]
-    return "\n".join(lines)
-
-
-def check_program(program, oracle, engine, xfails: list = ()) -> None:
-    """Fail the test with a readable report if engine and oracle disagree on program; xfail
-    it when every divergence is expected by an entry of `xfails` (gradspec_xfail)."""
-    _verdict(program, engine, run_both(program, oracle, engine), xfails)
-
-
-def check_isolated(program, isolated, engine, xfails: list = ()) -> None:
-    """check_program with the program run in the `isolated` worker (conformance_isolated): a
-    crash or hang fails the test with the program and its repro; the session goes on."""
-    try:
-        found = run_isolated(program, isolated, engine)
-    except EngineFault as exc:
-        pytest.fail(str(exc), pytrace=False)
-    _verdict(program, engine, found, xfails)
-
-
-def _verdict(program, engine, found: tuple, xfails) -> None:
-    o, e, divs = found
-    unexpected, expected = split_expected(divs, list(xfails), program.seed, program)
-    if unexpected:
-        pytest.fail(describe(program, divs, engine, (o, e)), pytrace=False)
-    if expected:
-        pytest.xfail(expected_reason(expected))
+@pytest.fixture(scope="session")
+def gradspec_clauses(pytestconfig: pytest.Config, conformance_engine, conformance_oracle,
+                     conformance_isolated, gradspec_profile, gradspec_classes, gradspec_xfail):
+    """The clause items of this process (conformance/suite/clauses.py)."""
+    from conformance.suite.clauses import ClauseSuite
+    return ClauseSuite(conformance_engine, conformance_oracle, conformance_isolated,
+                       gradspec_profile, stream_seed(pytestconfig), gradspec_classes,
+                       gradspec_xfail)

@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "conformance.campaign": 8,
     "conformance.cli": 9,
     "conformance.pytest_plugin": 9,
+    "conformance.suite": 9,                 # the shipped pytest suite, beside the plugin
     "conformance.__main__": 9,
 }
 

@@ -1,7 +1,12 @@
 """The conformance suite under pytest: generated programs on the engine under test and on the
-oracle (--engine, --oracle; conformance/pytest_plugin.py) must agree, the capabilities the
-engine declares must work, and torch must agree with itself. The profile
+oracle (--gradspec-engine, --gradspec-oracle; conformance/pytest_plugin.py) must agree, the
+capabilities the engine declares must work, and torch must agree with itself. The profile
 (--gradspec-profile / GRADSPEC_PROFILE) sets how many programs.
+
+The clause items and the capability probes are the shipped suite's
+(conformance/suite/test_clauses.py), imported here so that this repository's run has them
+too; the Hypothesis search below (shrinking, and the search tests/conformance/
+test_broken_engines_caught.py drives) and torch against itself are this repository's own.
 
 The engine's programs run in a worker process (the conformance_isolated fixture), so that an
 engine that crashes or hangs fails its test with the program and the session goes on.
@@ -11,18 +16,21 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from conformance.engines import CAPABILITIES, load_engine
+from conformance.engines import load_engine
 from conformance.generate import programs
-from conformance.judge.probes import PROBES, probe_program
-from conformance.pytest_plugin import (
+from conformance.judge.verdict import claimed, judged
+from conformance.suite.checks import (
     EngineFault,
-    check_isolated,
     describe,
     expected_reason,
     hypothesis_settings,
     run_both,
     run_isolated,
     split_expected,
+)
+from conformance.suite.test_clauses import (  # noqa: F401 - collected here as well
+    test_clause,
+    test_declared_capability,
 )
 
 
@@ -34,10 +42,12 @@ class Divergent(AssertionError):
         self.divergences = list(divergences)
 
 
-def search(engine, oracle, profile, xfails=(), isolated=None, **overrides) -> list:
+def search(engine, oracle, profile, xfails=(), isolated=None, classes=None,
+           **overrides) -> list:
     """Draw programs under the profile; raise Divergent (Hypothesis shrinks it first) with a
     report and a repro for the first program on which engine and oracle disagree beyond the
-    expected failures `xfails`. Returns the expected divergences met, with their entries.
+    expected failures `xfails`, counting only divergences of the conformance `classes` (None:
+    all). Returns the expected divergences met, with their entries.
 
     With `isolated` (the conformance_isolated worker) the programs run there; a program the
     engine crashes or hangs on ends the search at once, unshrunk (shrinking through hangs
@@ -59,6 +69,9 @@ def search(engine, oracle, profile, xfails=(), isolated=None, **overrides) -> li
             if not diverged:     # while shrinking a divergence: not the divergence, go on
                 faults.append(fault)
             return
+        if not any(claimed(d, classes) for d in divs):
+            return
+        divs = judged(divs, classes)
         unexpected, met = split_expected(divs, list(xfails), program.seed, program)
         if unexpected:
             diverged.append(program)
@@ -75,26 +88,13 @@ def test_torch_agrees_with_itself(gradspec_profile):
 
 
 def test_engine_conforms_to_oracle(conformance_engine, conformance_oracle, gradspec_profile,
-                                   gradspec_xfail, conformance_isolated):
+                                   gradspec_xfail, gradspec_classes, conformance_isolated):
     if conformance_engine.name == "torch" and conformance_oracle.name == "torch":
         pytest.skip("torch against torch is test_torch_agrees_with_itself")
     try:
         expected = search(conformance_engine, conformance_oracle, gradspec_profile,
-                          gradspec_xfail, conformance_isolated)
+                          gradspec_xfail, conformance_isolated, gradspec_classes)
     except EngineFault as fault:
         pytest.fail(str(fault), pytrace=False)
     if expected:    # only divergences the expected-failure file names: reported, not failed
         pytest.xfail(expected_reason(expected))
-
-
-@pytest.mark.parametrize("capability", [c for c in CAPABILITIES if c in PROBES])
-def test_declared_capability_works(capability, conformance_engine, conformance_oracle,
-                                   gradspec_xfail, conformance_isolated):
-    """A capability the engine declares runs its probe program (conformance/judge/probes.py)
-    as the oracle does; one it declares absent is probed by `gradspec run`."""
-    if capability not in conformance_engine.capabilities:
-        pytest.skip(f"{conformance_engine.name} declares {capability} absent")
-    if capability not in conformance_oracle.capabilities:
-        pytest.skip(f"the oracle {conformance_oracle.name} lacks {capability}")
-    check_isolated(probe_program(capability), conformance_isolated, conformance_engine,
-                   gradspec_xfail)

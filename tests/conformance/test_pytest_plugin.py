@@ -1,7 +1,10 @@
-"""The pytest entry point (conformance/pytest_plugin.py): `pytest tests/conformance --engine X`
-fails with the divergence, its clauses and a repro for a broken engine, names a bad engine in
-one line, and fails only the test whose program an engine crashes or hangs on (the programs run
-in a worker process), with the program and its repro; the session goes on."""
+"""The pytest entry point (conformance/pytest_plugin.py): `pytest tests/conformance
+--gradspec-engine X` fails with the divergence, its clauses and a repro for a broken engine,
+names a bad engine in one line, and fails only the test whose program an engine crashes or
+hangs on (the programs run in a worker process), with the program and its repro; the session
+goes on. The shipped suite (`--pyargs conformance.suite`, conformance/suite/) has one item per
+clause, and the plugin, loaded in every session where gradspec is installed, stays inert in a
+session that does not ask for it."""
 from __future__ import annotations
 
 import os
@@ -13,6 +16,8 @@ import pytest
 
 from conformance.pytest_plugin import PROFILE_TABLE, chosen, timeout
 from tests.broken_engines import FAULTS
+
+pytest_plugins = ("pytester",)
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST = "tests/conformance/test_engine_conformance.py::test_engine_conforms_to_oracle"
@@ -33,10 +38,15 @@ def test_broken_engine_fails_with_a_report():
     assert "repro (plain torch)" in r.stdout
 
 
-def test_unknown_engine_is_one_line():
-    r = run_pytest("--engine", "no_such_engine")
-    assert r.returncode == 1
-    assert "cannot load engine: unknown engine 'no_such_engine'" in r.stdout
+@pytest.mark.parametrize("flag", ["--gradspec-engine", "--engine"])
+def test_unknown_engine_is_one_usage_error_line(flag):
+    r = run_pytest(flag, "no_such_engine")
+    assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("ERROR: --gradspec-engine: cannot load engine: unknown engine "
+                               "'no_such_engine'"), lines
+    assert "Traceback" not in r.stdout + r.stderr
 
 
 # ---- fault drills: the engine's programs run in a worker process (conformance_isolated) -----
@@ -96,18 +106,19 @@ class _Config:
 
 def test_defaults_come_from_the_environment(monkeypatch):
     for var in ("GRADSPEC_ENGINE", "GRADSPEC_ORACLE", "GRADSPEC_PROFILE", "CI", "TOX_ENV_NAME",
-                "GRADSPEC_XFAIL"):
+                "GRADSPEC_XFAIL", "GRADSPEC_CLASSES", "GRADSPEC_DEVICE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("GRADSPEC_TEST_ENGINES", "torch")
     assert chosen(_Config()) == {"engine": "torch", "oracle": "torch", "device": "cpu",
-                                 "profile": "dev", "xfail": ""}
+                                 "profile": "dev", "xfail": "", "classes": ""}
     monkeypatch.setenv("GRADSPEC_XFAIL", "known.txt")
     assert chosen(_Config())["xfail"] == "known.txt"
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("GRADSPEC_ENGINE", "refimpl")
     assert chosen(_Config())["profile"] == "ci" and chosen(_Config())["engine"] == "refimpl"
-    assert chosen(_Config(**{"--engine": "x:y", "--oracle": None, "--gradspec-device": None,
+    assert chosen(_Config(**{"gradspec_alias_engine": "x:y", "--gradspec-device": None,
                              "--gradspec-profile": "thorough"}))["engine"] == "x:y"
+    assert chosen(_Config(**{"--gradspec-engine": "a:b", "--engine": "x:y"}))["engine"] == "a:b"
     assert PROFILE_TABLE["ci"].derandomize and not PROFILE_TABLE["dev"].derandomize
 
 
@@ -157,3 +168,93 @@ def test_clause_entries_turn_expected_divergences_into_xfails():
         check_program(p, oracle, engine, parse("FREE-1  never frees\n"))
     check_program(p, oracle, oracle, parse("FREE-1  never frees\n"))   # no divergence: passes
     assert split_expected([], parse("FREE-1  x\n")) == ([], [])
+
+
+# ---- the shipped suite (conformance/suite/) and the plugin in sessions that do not ask -------
+def suite_run(pytester: pytest.Pytester, monkeypatch, *args: str):
+    """`python -m pytest --pyargs conformance.suite ARGS` from pytester's empty folder, the
+    plugin loaded as its entry point loads it (the same module, under the same name)."""
+    for var in [v for v in os.environ if v.startswith(("GRADSPEC_", "PYTEST_"))] + ["CI"]:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH",
+                                                                                   "")]))
+    return pytester.runpytest_subprocess("-p", "conformance.pytest_plugin", "-p",
+                                         "no:cacheprovider", "-p", "no:xdist", *args,
+                                         timeout=600)
+
+
+PLAIN = '''
+import sys
+
+def test_plain(request):
+    assert request.config.pluginmanager.has_plugin("conformance.pytest_plugin")
+    loaded = [m for m in ("conformance.engines", "conformance.judge", "conformance.spec",
+                          "conformance.suite.clauses", "refimpl", "torch") if m in sys.modules]
+    assert loaded == []
+'''
+
+
+def test_the_plugin_is_inert_in_an_unrelated_session(pytester, monkeypatch):
+    pytester.makepyfile(test_plain=PLAIN)
+    r = suite_run(pytester, monkeypatch, "-v")
+    r.assert_outcomes(passed=1)
+    said = [ln for ln in r.stdout.lines + r.stderr.lines if ln.startswith("gradspec")]
+    assert said == []       # no header line (pytest's own list of plugins may name it)
+    collected = suite_run(pytester, monkeypatch, "--collect-only", "-q")
+    items = [ln for ln in collected.stdout.lines if "::" in ln]
+    assert items == ["test_plain.py::test_plain"]
+
+
+def test_an_option_of_another_project_named_engine_wins(pytester, monkeypatch):
+    """The deprecated aliases yield: a project whose conftest has its own --engine keeps it."""
+    pytester.makeconftest('def pytest_addoption(parser):\n'
+                          '    parser.addoption("--engine", default="theirs")\n')
+    pytester.makepyfile(test_theirs='def test_theirs(request):\n'
+                                    '    assert request.config.getoption("--engine") == "mine"\n')
+    suite_run(pytester, monkeypatch, "--engine", "mine").assert_outcomes(passed=1)
+
+
+def test_the_suite_has_one_item_per_clause_and_refimpl_passes_it(pytester, monkeypatch):
+    r = suite_run(pytester, monkeypatch, "--pyargs", "conformance.suite", "--gradspec-engine",
+                  "refimpl", "--gradspec-profile", "ci", "-k", "VER-7", "-v")
+    items = [ln for ln in r.stdout.lines if "::test_" in ln and "PASSED" in ln]
+    assert len(items) == 1 and "test_clause[VER-7] PASSED" in items[0], r.stdout.str()[-3000:]
+    r.assert_outcomes(passed=1)
+    assert "gradspec: engine refimpl vs oracle torch on cpu, profile ci, stream seed 0" in \
+        r.stdout.str()
+
+
+def test_a_broken_engine_fails_the_item_of_the_clause_it_breaks(pytester, monkeypatch):
+    r = suite_run(pytester, monkeypatch, "--pyargs", "conformance.suite", "--gradspec-engine",
+                  "tests.broken_engines.no_version_check:factory", "--gradspec-profile", "ci",
+                  "-k", "VER-7 or LEAF-5")
+    r.assert_outcomes(failed=1, passed=1)
+    out = r.stdout.str()
+    failed = [ln for ln in r.stdout.lines if ln.startswith("FAILED ")]
+    assert len(failed) == 1 and "test_clauses.py::test_clause[VER-7]" in failed[0], out[-3000:]
+    assert "VER-7: " in out and "with VER-7 as their primary clause" in out
+    assert "[primary VER-7, class core]" in out and "repro (plain torch):" in out
+
+
+def test_the_old_option_names_still_work(pytester, monkeypatch):
+    r = suite_run(pytester, monkeypatch, "--pyargs", "conformance.suite", "--engine",
+                  "tests.broken_engines.no_version_check:factory", "--oracle", "torch",
+                  "--gradspec-profile", "ci", "-k", "VER-7")
+    r.assert_outcomes(failed=1)
+    assert "gradspec: --engine is deprecated, use --gradspec-engine" in r.stdout.str()
+    helps = suite_run(pytester, monkeypatch, "--help").stdout.str()
+    assert "--gradspec-engine" in helps and "deprecated alias of --gradspec-engine" in helps
+
+
+def test_only_the_claimed_classes_are_judged(pytester, monkeypatch):
+    """reversed_hooks calls hooks in the wrong order: a torch-observable divergence (HOOK-2),
+    which fails the engine's claim (every class) and nothing when it claims core alone."""
+    args = ("--pyargs", "conformance.suite", "--gradspec-engine",
+            "tests.broken_engines.reversed_hooks:factory", "--gradspec-profile", "ci",
+            "-k", "test_clause and HOOK-2")
+    suite_run(pytester, monkeypatch, *args).assert_outcomes(failed=1)
+    suite_run(pytester, monkeypatch, *args, "--gradspec-classes", "core").assert_outcomes(
+        passed=1)
+    bad = suite_run(pytester, monkeypatch, *args, "--gradspec-classes", "nope")
+    assert bad.ret == 4 and "--gradspec-classes: 'nope' is not a conformance class" in \
+        bad.stderr.str()
