@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import autograd, backend, dtypes, ops
 from . import factories as _fac
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .ops import discrete as _disc
 from .ops import elementwise as _ew
 from .ops import inplace as _ip
 from .ops import linalg as _la
@@ -31,6 +32,8 @@ tensor, full, arange, manual_seed = _fac.from_data, _fac.full, _fac.arange, _fac
 ones, zeros, ones_like, zeros_like = _fac.ones, _fac.zeros, _fac.ones_like, _fac.zeros_like
 randn, randn_like, set_requires_grad = _fac.randn, _fac.randn_like, _fac.set_requires_grad
 set_default_device = backend.set_default_device
+set_warn_always = autograd.set_warn_always  # warnings torch gives once (DOUBLE-8)
+is_warn_always_enabled = autograd.is_warn_always_enabled
 
 
 def is_tensor(obj):
@@ -46,6 +49,10 @@ sum, mean, matmul = _red.sum, _red.mean, _la.matmul  # noqa: A001
 mm = mv = dot = _la.matmul
 reshape, t, transpose = _views.reshape, _views.t, _views.transpose
 squeeze, unsqueeze, clone = _views.squeeze, _views.unsqueeze, _ip.clone
+floor, sign, round, where = _disc.floor, _disc.sign, _disc.round, _disc.where  # noqa: A001
+max, min, argmax, argmin = _red.reduce_max, _red.reduce_min, _red.argmax, _red.argmin  # noqa: A001
+nonzero = _disc.nonzero
+lt, le, gt, ge, eq, ne = (getattr(Tensor, n) for n in ("lt", "le", "gt", "ge", "eq", "ne"))
 
 
 def detach(x):

@@ -1,11 +1,13 @@
 """torch.autograd.backward and torch.autograd.grad (API-1..API-13, FREE-4, FREE-7, VER-15,
-HOOK-16, RETAIN-8), and Tensor.backward, attached here so that refimpl/tensor.py stays below
-the engine."""
+HOOK-16, RETAIN-8, DOUBLE-1, DOUBLE-5, DOUBLE-8), and Tensor.backward, attached here so that
+refimpl/tensor.py stays below the engine."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 from . import (
+    differentiable,
     engine,
     errors,
     grad_mode,  # noqa: F401  (torch.autograd.grad_mode exists too)
@@ -31,16 +33,18 @@ def _inputs(inputs, api):
     return _as_tuple(inputs), None
 
 
-def _roots(outputs, grad_outputs):
+def _roots(outputs, grad_outputs, create_graph):
     """The root edges and seed gradients, checked as torch checks them: every output's
-    gradient first (API-1, API-3), then every output's grad_fn (API-4)."""
+    gradient first (API-1, API-3), then every output's grad_fn (API-4). Under create_graph
+    the seeds are tensors, a given one itself (its graph carries on: DOUBLE-1)."""
     grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else
                            f"Mismatch in length: got {len(grads)} gradients for "
                            f"{len(outputs)} outputs")
-    arrays = [_seed(i, out, g) for i, (out, g) in enumerate(zip(outputs, grads, strict=True))]
+    arrays = [_seed(i, out, g, create_graph)
+              for i, (out, g) in enumerate(zip(outputs, grads, strict=True))]
     edges = []
     for i, out in enumerate(outputs):
         e = edge(out)
@@ -50,32 +54,34 @@ def _roots(outputs, grad_outputs):
     return edges, arrays
 
 
-def _seed(i, out, g):
+def _seed(i, out, g, create_graph):
     """The gradient backward starts output i with: ones for one element (API-1), else the
     given one, of the output's shape exactly (API-3) and cast to its dtype."""
+    be = out._be
     if g is None:
         if out.requires_grad and out._data.size != 1:  # one that does not: API-4 raises next
             raise errors.implicit_grad_nonscalar()  # API-1
-        return out._be.xp.ones(out._data.shape, dtype=out._data.dtype)
+        ones = be.xp.ones(out._data.shape, dtype=out._data.dtype)
+        return wrap(be, ones) if create_graph else ones
     if not isinstance(g, Tensor):
-        g = wrap(out._be, out._be.xp.asarray(g, dtype=out._data.dtype))
+        g = wrap(be, be.xp.asarray(g, dtype=out._data.dtype))
     if tuple(g.shape) != tuple(out.shape):
         raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
+    if create_graph:
+        return g if g._dtype is out._dtype else differentiable.astype(g, out._dtype)
     return g._data if g._dtype is out._dtype else \
-        out._be.xp.astype(g._data, out._be.native[out._dtype])  # cast, as torch does
+        be.xp.astype(g._data, be.native[out._dtype])  # cast, as torch does
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
-    if create_graph:
-        raise NotImplementedError("refimpl: create_graph=True is out of scope")
     outputs = _as_tuple(tensors)
     if not outputs:
         raise RuntimeError("backward() called with an empty list of tensors")
     ins = _inputs(inputs, "backward")[0]
     if inputs is not None and not ins:
         raise errors.backward_empty_inputs()  # checked first, as torch does
-    edges, grads = _roots(outputs, grad_tensors)
+    edges, grads = _roots(outputs, grad_tensors, create_graph)
     targets = []
     for t in ins:  # API-11
         if t.grad_fn is None:
@@ -86,7 +92,34 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             t.retain_grad()  # torch accumulates into a non-leaf input through retain_grad
             targets.append(edge(t))
     keep = bool(retain_graph) if retain_graph is not None else create_graph  # FREE-7
-    engine.execute(edges, grads, keep, outputs[0]._be, targets, capture=False)
+    try:
+        engine.execute(edges, grads, keep, outputs[0]._be, targets, False, bool(create_graph))
+    finally:
+        if create_graph:  # after the pass, whatever it raised, as torch's engine warns
+            _warn_cycle()
+
+
+_warned = [False]
+
+
+def _warn_cycle():
+    """torch's warning about backward(create_graph=True) (DOUBLE-8): once per process, as
+    TORCH_WARN_ONCE, or every time while set_warn_always(True)."""
+    if _warned[0] and not warn_always[0]:
+        return
+    _warned[0] = True
+    warnings.warn(errors.CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=3)
+
+
+warn_always = [False]  # torch.set_warn_always
+
+
+def set_warn_always(flag):
+    warn_always[0] = bool(flag)
+
+
+def is_warn_always_enabled():
+    return warn_always[0]
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -100,19 +133,18 @@ Tensor.backward = _tensor_backward
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    if create_graph:
-        raise NotImplementedError("refimpl: create_graph=True is out of scope")
     outs, (ins, keys) = _as_tuple(outputs), _inputs(inputs, "grad")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    edges, grads = _roots(outs, grad_outputs)
+    create_graph = bool(create_graph)
+    edges, grads = _roots(outs, grad_outputs, create_graph)
     targets = []
     for t in ins:
         if not t.requires_grad:
             raise errors.input_no_requires_grad()  # API-8
         targets.append(edge(t))
     keep = bool(retain_graph) if retain_graph is not None else create_graph
-    got = engine.execute(edges, grads, keep, outs[0]._be, targets, capture=True)
+    got = engine.execute(edges, grads, keep, outs[0]._be, targets, True, create_graph)
     result = []
     for i, (t, g) in enumerate(zip(ins, got, strict=True)):
         if g is None:
@@ -120,7 +152,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = t._be.xp.zeros(t._data.shape, dtype=t._data.dtype)
             elif not allow_unused:
                 raise errors.unused_input(i)  # API-7
-        result.append(None if g is None else _grad_tensor(t._be, g))
+        if g is not None and g.__class__ is not Tensor:  # create_graph: the tensor itself
+            g = _grad_tensor(t._be, g)
+        result.append(g)
     return dict(zip(keys, result, strict=True)) if keys is not None else tuple(result)
 
 

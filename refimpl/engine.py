@@ -1,5 +1,5 @@
 """The backward pass (GRAPH-9, HOOK-1..HOOK-16, RETAIN-1, RETAIN-4, RETAIN-5, FREE-1..FREE-5,
-MODE-8, API-6, API-7, API-10, API-11).
+MODE-8, API-6, API-7, API-10, API-11, DOUBLE-1, DOUBLE-3, DOUBLE-4, DOUBLE-7).
 
 As torch's engine: count each node's incoming edges, then run a ready queue. A node is ready
 when every edge into it has delivered its gradient (GRAPH-9 sums them first). Among ready nodes
@@ -7,17 +7,20 @@ an AccumulateGrad runs first, then the most recently created node; equal priorit
 order they became ready (torch's heap agrees for two; UNSPEC-7 leaves three or more open).
 Running a node means: its tensor hooks (registration order), then the retain_grad hook, then
 its pre-hooks, then its formula, then its post-hooks; without retain_graph its saved values are
-freed right after (FREE-1).
+freed right after (FREE-1). Each node runs with grad mode set to create_graph, whatever a hook
+of an earlier node set (MODE-8, DOUBLE-7). Gradients are backend arrays, or, under create_graph,
+tensors, which every step records (refimpl/differentiable.py): the formulas, the sums, the
+engine's own sum to an input's shape and cast to its dtype.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 
-from . import errors, grad_mode, hooks
+from . import differentiable, errors, grad_mode, hooks
 from .broadcast import expandable, sum_to
 from .node import AccumulateGrad, Node
-from .tensor import grad_dtype_of, wrap
+from .tensor import Tensor, grad_dtype_of, wrap
 
 
 class _GraphRoot(Node):
@@ -29,8 +32,8 @@ class _GraphRoot(Node):
                          (None,) * len(edges), tuple(grads))
 
 
-def execute(roots, grads, keep_graph, be, targets=(), capture=False):
-    """Run backward from `roots` (edges) seeded with `grads` (arrays).
+def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_graph=False):
+    """Run backward from `roots` (edges) seeded with `grads` (arrays; tensors with create_graph).
 
     targets: edges whose gradient is wanted. With capture=True (autograd.grad) their gradients
     are returned and nothing is accumulated; otherwise (backward(inputs=...)) only they
@@ -51,16 +54,18 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False):
     order = itertools.count()
     queue = [(-start.seq, next(order), start)]
     buffers = {start: first}
-    prev_mode = grad_mode.enabled[0]
-    grad_mode.enabled[0] = False  # backward itself records nothing (MODE-8)
+    flag = grad_mode.enabled
+    prev_mode = flag.value
     try:
         while queue:
             fn = heapq.heappop(queue)[2]
+            # each node records exactly when create_graph is set (MODE-8, DOUBLE-7)
+            flag.value = create_graph  # the thread flag itself: no method call per node
             grad = buffers.pop(fn)
             if run_only is not None:
                 needed = run_only.get(fn, False)
                 if not needed:  # visited for a capture, or the root: only its tensor hooks run
-                    grad = _tensor_hooks(fn, grad, be)
+                    grad = _tensor_hooks(fn, grad, be, create_graph)
                 for i in captures.get(fn, ()):
                     captured[i] = grad  # before the hooks when the node also runs, as torch
                 if not needed:
@@ -68,7 +73,7 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False):
             def wanted(nxt):  # on a path to the wanted inputs (all, without targets)
                 return run_only is None or run_only.get(nxt) or nxt in captures
 
-            outputs = _call(fn, grad, be, keep_graph, wanted)
+            outputs = _call(fn, grad, be, keep_graph, wanted, create_graph)
             for (nxt, _), out in zip(fn.next_functions, outputs, strict=False):
                 if nxt is None:
                     continue
@@ -121,14 +126,14 @@ def _needed(start, targets, capture):
     return needed
 
 
-def _call(fn, grad, be, keep_graph, wanted):
-    grad = _tensor_hooks(fn, grad, be)
+def _call(fn, grad, be, keep_graph, wanted, graphed):
+    grad = _tensor_hooks(fn, grad, be, graphed)
     if fn._pre_hooks:
         for hook in list(fn._pre_hooks.values()):
             res = hook((_as_tensor(be, grad),))
             if res is not None:
                 _check_node_result(hook, res, (grad,), be)
-                grad = res[0]._data if res[0] is not None else None
+                grad = _carried(res[0], graphed)
     # a node sent only an undefined gradient still runs, its formula yielding None for every
     # input; an AccumulateGrad then leaves .grad alone but still runs its post hooks (LEAF-10)
     runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad)
@@ -143,7 +148,7 @@ def _call(fn, grad, be, keep_graph, wanted):
         elif meta is not None:
             if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)
                 meta = (meta[0], grad_dtype_of(nxt.variable))
-            out = be.wrap(_validate(fn, i, be.wrap(out), meta, be.xp, be))
+            out = _validate(fn, i, out, meta, be)
         outs.append(out)
     outputs = tuple(outs)
     if fn._post_hooks:
@@ -151,10 +156,9 @@ def _call(fn, grad, be, keep_graph, wanted):
         for hook in list(fn._post_hooks.values()):
             res = hook(ins, (_as_tensor(be, grad),))
             if res is not None:
-                _check_node_result(hook, res, tuple(None if t is None else t._data
-                                                    for t in ins), be)
+                _check_node_result(hook, res, ins, be)
                 ins = tuple(res)
-        outputs = tuple(None if t is None else t._data for t in ins)
+        outputs = tuple(_carried(t, graphed) for t in ins)
     if not keep_graph:
         fn.release_variables()
     return outputs
@@ -174,10 +178,10 @@ def _check_node_result(hook, res, originals, be):
             continue
         if old is None:
             raise errors.hook_replaced_none()
-        hooks.check_replacement(hook, new, old.shape, be.dtype_of[old.dtype])
+        hooks.check_replacement(hook, new, old.shape, _dtype(old, be))
 
 
-def _tensor_hooks(fn, grad, be):
+def _tensor_hooks(fn, grad, be, graphed):
     """Tensor hooks in registration order (HOOK-2..HOOK-5), then retain_grad (RETAIN-5). An
     undefined gradient is passed to the hooks as None, and none may replace it (HOOK-17)."""
     for hooks_dict in fn.tensor_hook_dicts():
@@ -186,31 +190,57 @@ def _tensor_hooks(fn, grad, be):
             if res is not None:
                 if grad is None:
                     raise errors.hook_replaced_none()
-                hooks.check_replacement(hook, res, grad.shape, be.dtype_of[grad.dtype])
-                grad = res._data
+                hooks.check_replacement(hook, res, grad.shape, _dtype(grad, be))
+                grad = _carried(res, graphed)
     ref = fn._retains_grad
     t = ref() if ref is not None and grad is not None else None
     if t is not None:
-        if t._grad is None:
+        if grad.__class__ is Tensor:  # create_graph: a copy and a sum, recorded (DOUBLE-3)
+            t._grad = grad.clone() if t._grad is None else t._grad + grad
+        elif t._grad is None:
             t._grad = t._new_like(be.copy(grad))
         else:
             t._grad = t._new_like(t._grad._data + grad)
     return grad
 
 
-def _validate(fn, i, g, meta, xp, be):
-    """Sum a gradient to its input's shape and cast it to its dtype (torch's validate_outputs)."""
+def _validate(fn, i, g, meta, be):
+    """Sum a gradient to its input's shape and cast it to its dtype (torch's validate_outputs);
+    under create_graph both are recorded."""
     shape, dtype = meta
+    if g.__class__ is Tensor:
+        if tuple(g.shape) != shape:
+            _check_expandable(fn, i, tuple(g.shape), shape)
+            g = differentiable.sum_to(g, shape)
+        if dtype is not None and g._dtype is not dtype:  # None: a leaf's grad_dtype (LEAF-9)
+            g = differentiable.astype(g, dtype)
+        return g
+    g = be.wrap(g)
     if g.shape != shape:
-        if not expandable(shape, g.shape):
-            raise errors.invalid_gradient(fn.name(), i, g.shape, shape)
-        g = sum_to(xp, g, shape)
-    if dtype is not None and be.dtype_of[g.dtype] is not dtype:  # None: a leaf's grad_dtype
-        g = xp.astype(g, be.native[dtype])
+        _check_expandable(fn, i, g.shape, shape)
+        g = be.wrap(sum_to(be.xp, g, shape))
+    if dtype is not None and be.dtype_of[g.dtype] is not dtype:
+        g = be.xp.astype(g, be.native[dtype])
     return g
 
 
+def _check_expandable(fn, i, got, shape):
+    if not expandable(shape, got):
+        raise errors.invalid_gradient(fn.name(), i, got, shape)
+
+
 def _as_tensor(be, a):
-    if a is None:
-        return None
+    """What hooks get: a tensor around an array; a tensor gradient (create_graph) itself."""
+    if a is None or a.__class__ is Tensor:
+        return a
     return wrap(be, a)
+
+
+def _carried(t, graphed):
+    """What the pass carries on for a tensor a hook returned: the tensor itself under
+    create_graph (its graph included), else its array."""
+    return t if t is None or graphed else t._data
+
+
+def _dtype(g, be):
+    return g._dtype if g.__class__ is Tensor else be.dtype_of[g.dtype]

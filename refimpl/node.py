@@ -1,5 +1,5 @@
 """Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
-FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13).
+FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13, DOUBLE-3).
 
 A Node is what `tensor.grad_fn` returns. Every op in scope has one output, so a node receives one
 gradient and returns one gradient per entry of `next_functions`.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from . import errors, hooks
+from . import errors, grad_mode, hooks
 
 _sequence = itertools.count()  # creation order; the engine runs the most recent node first
 FREED = "freed"                # Node.saved after release_variables()
@@ -121,6 +121,12 @@ def _accumulate(node, grad):
     leaf = node.variable
     if leaf._grad_fn is not None:  # an in-place op gave the leaf a history since
         raise RuntimeError("leaf variable has been moved into the graph interior")
+    if grad.__class__ is leaf.__class__:  # create_graph: the gradient is a tensor (DOUBLE-3)
+        if grad_mode.enabled[0] and leaf._requires_grad:
+            _accumulate_recorded(leaf, grad)
+            grad = None
+        else:  # a hook of the leaf turned grad mode off: as without create_graph
+            grad = grad._data
     if grad is None:  # only undefined gradients arrived: .grad stays, post hooks run (LEAF-10)
         pass
     elif not leaf._requires_grad:  # requires_grad_(False) since the graph was built: no update
@@ -137,6 +143,16 @@ def _accumulate(node, grad):
     if leaf._post_hooks:  # run for a leaf frozen since the graph was built too (LEAF-16)
         _post_accumulate_hooks(leaf)
     return ()
+
+
+def _accumulate_recorded(leaf, grad) -> None:
+    """As torch's AccumulateGrad with grad mode on: the first gradient copied into new memory
+    of the leaf's layout (copy_: CopyBackwards, version 1), later ones added out of place."""
+    if leaf._grad is None:
+        zeros = leaf._be.xp.zeros_like(leaf._data, dtype=grad._data.dtype)
+        leaf._grad = leaf._new_like(zeros).copy_(grad)
+    else:
+        leaf._grad = leaf._grad + grad
 
 
 def _post_accumulate_hooks(leaf) -> None:

@@ -17,29 +17,9 @@ import weakref
 from . import errors, grad_mode, hooks
 from .formatting import tensor_repr
 from .node import Node, SavedValue, accumulator
+from .sizes import Size, device
 
 _enabled = grad_mode.enabled
-
-
-class Size(tuple):
-    def __repr__(self):
-        return f"torch.Size({list(self)})"
-
-    def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-
-class device:
-    def __init__(self, type_: str):
-        self.type = str(type_).split(":")[0]
-
-    __str__ = lambda self: self.type
-    __repr__ = lambda self: f"device(type='{self.type}')"
-    __eq__ = lambda self, other: str(self) == str(other)
-    __hash__ = lambda self: hash(self.type)
 
 
 class Tensor:
@@ -318,6 +298,30 @@ def needs(node: Node, i: int) -> bool:
     return node.next_functions[i][0] is not None
 
 
+def linear(t: Tensor, fwd, bwd, name: str, adjoint: str | None = None, depends=()) -> Tensor:
+    """fwd(t's array) recorded as one node: a linear map (a view's gradient, a cast, a sum over
+    broadcast dims, a mask) whose gradient is its adjoint bwd, recorded alike under create_graph
+    (DOUBLE-2). `depends`, tensors the map was read off (relu's result for its mask), are inputs
+    of the node that get zero gradients, as in torch's formulas."""
+    out, _ = record(fwd(t._data), t._be, name, _linear_backward, (t, *depends),
+                    (bwd, fwd, adjoint or name, name, t._be))
+    return out
+
+
+def _linear_backward(node, g):
+    bwd, fwd, name, adjoint, be = node.info
+    graphed = g.__class__ is Tensor
+    zeros = (be.xp.zeros(m[0], dtype=be.native[m[1]]) if needs(node, i) else None
+             for i, m in enumerate(node.in_meta[1:], 1))
+    return (linear(g, bwd, fwd, name, adjoint) if graphed else bwd(g),
+            *(wrap(be, z) if graphed and z is not None else z for z in zeros))
+
+
+def adjoint_name(name: str) -> str:
+    """SelectBackward0 <-> SelectBackwardBackward0, as torch names the backward of a backward."""
+    return name[:-9] + "0" if name.endswith("BackwardBackward0") else name[:-1] + "Backward0"
+
+
 # ---- views (VER-4, GRAPH-10, INPLACE-8) ------------------------------------------------------
 class ViewStep:
     """One view op as a pair of functions: fwd(base array) -> view, bwd(view grad) -> base grad."""
@@ -342,7 +346,10 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
 
 
 def _view_backward(node, g):
-    return (node.info.bwd(g),)
+    step = node.info
+    if g.__class__ is Tensor:  # create_graph: the gradient, recorded (DOUBLE-2)
+        return (linear(g, step.bwd, step.fwd, adjoint_name(node._name), node._name),)
+    return (step.bwd(g),)
 
 
 def replay(chain, array):
@@ -368,9 +375,11 @@ def view_grad_fn(v: Tensor):
 
 
 def _as_strided_backward(node, g):
+    graphed = g.__class__ is Tensor  # create_graph: each step's gradient recorded (DOUBLE-2)
     for step in reversed(node.info):
-        g = step.bwd(g)
-    return (g[...],)  # a view, as torch's as_strided_backward returns one
+        g = linear(g, step.bwd, step.fwd, "AsStridedBackwardBackward0",
+                   "AsStridedBackward0") if graphed else step.bwd(g)
+    return (g if graphed else g[...],)  # a view, as torch's as_strided_backward returns one
 
 
 def moved_history(t: Tensor, old, new):

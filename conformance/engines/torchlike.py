@@ -105,20 +105,21 @@ class TorchLike(Engine):
         return self.torch.is_grad_enabled()
 
     # ---- backward -------------------------------------------------------------------------
-    def backward(self, t, gradient, retain_graph, inputs):
-        t.backward(gradient=gradient, retain_graph=retain_graph,
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
+        t.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph,
                    inputs=list(inputs) if inputs is not None else None)
 
-    def autograd_backward(self, tensors, grad_tensors, retain_graph):
+    def autograd_backward(self, tensors, grad_tensors, retain_graph, create_graph=False):
         self.torch.autograd.backward(
             list(tensors), grad_tensors=list(grad_tensors) if grad_tensors is not None else None,
-            retain_graph=retain_graph)
+            retain_graph=retain_graph, create_graph=create_graph)
 
-    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused,
+                      create_graph=False):
         return self.torch.autograd.grad(
             list(outputs), list(inputs),
             grad_outputs=list(grad_outputs) if grad_outputs is not None else None,
-            retain_graph=retain_graph, allow_unused=allow_unused)
+            retain_graph=retain_graph, allow_unused=allow_unused, create_graph=create_graph)
 
     def set_grad(self, t, value):
         t.grad = value

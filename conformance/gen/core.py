@@ -55,7 +55,8 @@ NOT_GENERATED: dict[str, str] = {
     "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
                   "they give the base is compared as a node name",
     "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
-}
+    **{f"DERIV-{n}": "its ops are in op-table vocabulary 4, not drawn yet" for n in range(1, 9)},
+} | {f"DOUBLE-{n}": "the generator does not draw create_graph yet" for n in range(1, 11)}
 
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 

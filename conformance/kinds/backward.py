@@ -1,4 +1,7 @@
-"""Backward-like statements: tensor.backward, autograd.backward and autograd.grad."""
+"""Backward-like statements: tensor.backward, autograd.backward and autograd.grad.
+
+Each takes an optional params.create_graph (DOUBLE-1): absent or False for a plain pass, and
+never drawn by the generator yet."""
 from __future__ import annotations
 
 from ..lang.program import Stmt
@@ -15,6 +18,12 @@ OPERAND = (str, int, float, type(None))
 
 def _done(path: str) -> list[str]:
     return [f"print({f'[{path}] backward done'!r})"]
+
+
+def _create_graph_kw(s) -> dict[str, bool]:
+    """create_graph=True for the engine only when set: an engine whose methods predate the
+    field (conformance/engines/base.py) is called as before."""
+    return {"create_graph": True} if s.params.get("create_graph") else {}
 
 
 def _widest(g, cands: list[T]) -> list[T]:
@@ -48,12 +57,13 @@ def joined(g, t: T) -> T:
 @kind
 class Backward(Kind):
     name = "backward"
-    param_keys = ("retain_graph", "inputs")
+    param_keys = ("retain_graph", "inputs", "create_graph")
     ends_segment = backward_pass = True
     weight = 11
     doc = ("target.backward(gradient=args[0] or None, retain_graph=params.retain_graph, "
-           "inputs=params.inputs, absent or None for none; [] raises); params.inputs "
-           "needs the capability backward_inputs")
+           "inputs=params.inputs, absent or None for none; [] raises, "
+           "create_graph=params.create_graph); params.inputs needs the capability "
+           "backward_inputs")
 
     def refs(self, s):
         return super().refs(s) + list(s.params.get("inputs") or [])
@@ -70,13 +80,15 @@ class Backward(Kind):
         check_optional_operand(s, path)
         fields.param(s, path, "retain_graph", FLAG, required=False)
         fields.names(s, path, "inputs", required=False, nullable=True)
+        fields.param(s, path, "create_graph", (bool,), required=False)
 
     def run(self, x, s, ev, path):
         env, p = x.env, s.params
         grad = x.val(s.args[0]) if s.args and s.args[0] is not None else None
         inputs = p.get("inputs")
         x.e.backward(env[s.target], grad, p.get("retain_graph"),  # inputs=[] is an error to keep
-                     [env[n] for n in inputs] if inputs is not None else None)
+                     [env[n] for n in inputs] if inputs is not None else None,
+                     **_create_graph_kw(s))
 
     def render(self, s, path):
         p, kw = s.params, []
@@ -86,6 +98,8 @@ class Backward(Kind):
             kw.append(f"retain_graph={p['retain_graph']!r}")
         if p.get("inputs") is not None:
             kw.append(f"inputs=[{', '.join(p['inputs'])}]")
+        if p.get("create_graph"):
+            kw.append("create_graph=True")
         return [f"{s.target}.backward({', '.join(kw)})"]
 
     def render_done(self, s, path):
@@ -112,11 +126,12 @@ class Backward(Kind):
 @kind
 class BackwardMany(Kind):
     name = "backward_many"
-    param_keys = ("tensors", "grad_tensors", "retain_graph")
+    param_keys = ("tensors", "grad_tensors", "retain_graph", "create_graph")
     ends_segment = backward_pass = True
     weight = 3
     doc = ("autograd.backward(params.tensors, grad_tensors=params.grad_tensors (a "
-           "list of names or None, or None), retain_graph=params.retain_graph)")
+           "list of names or None, or None), retain_graph=params.retain_graph, "
+           "create_graph=params.create_graph)")
 
     def refs(self, s):
         p = s.params
@@ -136,13 +151,15 @@ class BackwardMany(Kind):
         fields.names(s, path, "tensors")
         fields.names(s, path, "grad_tensors", required=False, nullable=True, items=OPERAND)
         fields.param(s, path, "retain_graph", FLAG, required=False)
+        fields.param(s, path, "create_graph", (bool,), required=False)
 
     def run(self, x, s, ev, path):
         env, p = x.env, s.params
         gts = p.get("grad_tensors")
         x.e.autograd_backward([env[n] for n in p["tensors"]],
                               [x.val(g) if g is not None else None for g in gts]
-                              if gts is not None else None, p.get("retain_graph"))
+                              if gts is not None else None, p.get("retain_graph"),
+                              **_create_graph_kw(s))
 
     def render(self, s, path):
         p, kw = s.params, ""
@@ -151,6 +168,8 @@ class BackwardMany(Kind):
             kw += f", grad_tensors={source.names(gts)}"
         if p.get("retain_graph") is not None:
             kw += f", retain_graph={p['retain_graph']!r}"
+        if p.get("create_graph"):
+            kw += ", create_graph=True"
         return [f"torch.autograd.backward([{', '.join(p['tensors'])}]{kw})"]
 
     def render_done(self, s, path):
@@ -184,12 +203,14 @@ class BackwardMany(Kind):
 @kind
 class Grad(Kind):
     name = "grad"
-    param_keys = ("outputs", "inputs", "grad_outputs", "retain_graph", "allow_unused", "outs")
+    param_keys = ("outputs", "inputs", "grad_outputs", "retain_graph", "allow_unused", "outs",
+                  "create_graph")
     ends_segment = backward_pass = True
     weight = 4
     doc = ("params.outs = autograd.grad(params.outputs, params.inputs, grad_outputs="
            "params.grad_outputs, retain_graph=params.retain_graph, allow_unused="
-           "params.allow_unused); the results are bound to the names in params.outs")
+           "params.allow_unused, create_graph=params.create_graph); the results are bound "
+           "to the names in params.outs")
     caps = ("autograd_grad",)
     valued = True
 
@@ -223,13 +244,15 @@ class Grad(Kind):
         fields.names(s, path, "outs", required=False, nullable=True, items=fields.OPTIONAL_NAME)
         fields.param(s, path, "retain_graph", FLAG, required=False)
         fields.param(s, path, "allow_unused", FLAG, required=False)
+        fields.param(s, path, "create_graph", (bool,), required=False)
 
     def run(self, x, s, ev, path):
         e, env, p = x.e, x.env, s.params
         gos = p.get("grad_outputs")
         res = list(e.autograd_grad([env[n] for n in p["outputs"]], [env[n] for n in p["inputs"]],
                                    [x.val(g) for g in gos] if gos is not None else None,
-                                   p.get("retain_graph"), bool(p.get("allow_unused", False))))
+                                   p.get("retain_graph"), bool(p.get("allow_unused", False)),
+                                   **_create_graph_kw(s)))
         ev.value = plain([None if r is None else e.to_list(r) for r in res])
         ev.dtype = plain(next((e.dtype(r) for r in res if r is not None), None))
         for name, r in zip(p.get("outs") or [], res, strict=False):
@@ -244,6 +267,8 @@ class Grad(Kind):
             kw.append(f"retain_graph={p['retain_graph']!r}")
         if p.get("allow_unused"):
             kw.append("allow_unused=True")
+        if p.get("create_graph"):
+            kw.append("create_graph=True")
         call = (f"torch.autograd.grad([{', '.join(p['outputs'])}], "
                 f"[{', '.join(p['inputs'])}]{''.join(', ' + k for k in kw)})")
         lines = [f"_results = {call}", f"show({f'[{path}] results'!r}, _results)"]

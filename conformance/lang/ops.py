@@ -29,13 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("unary", "binary", "reduce", "linalg", "view", "inplace")
-SAVES = ("input", "output", "other")    # "other": each operand saves the other one (VER-11)
+FAMILIES = ("unary", "binary", "reduce", "linalg", "view", "inplace",
+            "compare", "cast", "select", "where")   # the last four: vocabulary 4 (DERIV-*)
+# "other": each operand saves the other one (VER-11); "both": the input and the result
+# (max(), min()); "condition": where's condition, its second operand (DERIV-8)
+SAVES = ("input", "output", "other", "both", "condition")
 
 # Python operators by symbol: binary ones for `a + b`, augmented ones for `t += b`.
 OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "@": operator.matmul, "**": operator.pow,
+    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le, "==": operator.eq,
+    "!=": operator.ne,
     "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
 }
 
@@ -67,6 +72,8 @@ class Op:
     version_open_1d: bool = False       # its result's _version is unspecified when an
     #                                     operand is 1-D (VER-1, UNSPEC-3): the executor
     #                                     records operand shapes, the comparator reads them
+    output: str | None = None           # the field of a named-tuple result the statement
+    #                                     binds ("values" of max(dim)), else the result itself
     weight: int = 0                     # how often the generator draws it (see DRAW_ORDER)
     since: int = 1                      # the generator vocabulary version it arrived in
 
@@ -130,9 +137,14 @@ def _optional_dim(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
     return (list(ops) if dim is None else [*ops, dim]), {}
 
 
+def _dim_keepdim(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
+    return [*ops, kw["dim"]], {"keepdim": bool(kw.get("keepdim", False))}  # t.max(0, keepdim=)
+
+
 FORMS: dict[str, Callable[[Op, Sequence[Any], dict[str, Any]], Args]] = {
     "method": _plain, "exponent": _exponent, "bounds": _bounds, "reduce": _reduce,
     "sizes": _sizes, "dims": _dims, "dim": _dim, "optional_dim": _optional_dim,
+    "dim_keepdim": _dim_keepdim,
 }
 
 # ---- the rows -------------------------------------------------------------------------------
@@ -155,6 +167,20 @@ def _inplace(name: str, of: str | None, arity: int = 0, saves: str | None = None
 
 def _view(name: str, form: str, kw: tuple[str, ...], function: bool = True) -> Op:
     return Op(name, "view", 0, form=form, kw=kw, function=name if function else None)
+
+
+# Vocabulary 4 (spec/deriv.md): comparisons, long(), argmax and argmin never require grad
+# (DERIV-1); floor, sign and round record a zero gradient (DERIV-2).
+_COMPARISONS = (("gt", ">"), ("lt", "<"), ("ge", ">="), ("le", "<="), ("eq", "=="), ("ne", "!="))
+_V4 = {"weight": 1, "since": 4}
+
+
+def _selection(name: str, dim: bool, **more: Any) -> Op:
+    """max / min: over everything (saves input and result) or along one dim (keeps indices)."""
+    if dim:
+        return Op(name + "_dim", "select", 1, form="dim_keepdim", kw=("dim", "keepdim"),
+                  method=name, function=name, output="values", holds=True, **_V4)
+    return Op(name, "select", 1, function=name, saves="both", holds=True, **_V4)
 
 
 OPS: tuple[Op, ...] = (
@@ -204,6 +230,18 @@ OPS: tuple[Op, ...] = (
     _inplace("isub", "sub", 1, form="operator", operator="-="),
     _inplace("imul", "mul", 1, form="operator", operator="*=", holds=True, weight=2),
     _inplace("idiv", "div", 1, form="operator", operator="/=", holds=True),
+    # vocabulary 4 (DERIV-1..DERIV-8): zero derivatives, comparisons, casts, selections, where
+    _unary("floor", **_V4), _unary("sign", **_V4), _unary("round", **_V4),
+    _inplace("floor_", "floor", **_V4), _inplace("sign_", "sign", **_V4),
+    _inplace("round_", "round", **_V4),
+    *(Op(n, "compare", 2, form="operator", operator=o, function=n, **_V4)
+      for n, o in _COMPARISONS),
+    *(Op(n, "cast", 1, **_V4) for n in ("double", "float", "long")),
+    _selection("max", False), _selection("min", False),
+    _selection("max", True), _selection("min", True),
+    Op("argmax", "select", 1, form="reduce", kw=("dim", "keepdim"), function="argmax", **_V4),
+    Op("argmin", "select", 1, form="reduce", kw=("dim", "keepdim"), function="argmin", **_V4),
+    Op("where", "where", 3, function="where", saves="condition", holds=True, **_V4),  # a, cond, b
 )
 
 ROWS: dict[str, Op] = {r.name: r for r in OPS}
@@ -213,10 +251,12 @@ BY_KIND: dict[str, dict[str, Op]] = {k: {r.name: r for r in OPS if r.kind == k}
 # The generator's draw order per statement kind: explicit, never the table's order.
 DRAW_ORDER: dict[str, tuple[str, ...]] = {
     "call": ("add", "mul", "sub", "div", "matmul", "sum", "mean", "exp", "sin", "cos", "log",
-             "tanh", "sigmoid", "relu", "abs", "neg", "clone", "pow", "clamp", "sqrt"),
+             "tanh", "sigmoid", "relu", "abs", "neg", "clone", "pow", "clamp", "sqrt",
+             "floor", "sign", "round", "gt", "lt", "ge", "le", "eq", "ne", "double", "float",
+             "long", "max", "min", "max_dim", "min_dim", "argmax", "argmin", "where"),
     "inplace": ("add_", "mul_", "sub_", "div_", "exp_", "sin_", "cos_", "tanh_", "sigmoid_",
                 "relu_", "abs_", "neg_", "log_", "pow_", "clamp_", "zero_", "fill_", "copy_",
-                "iadd", "imul", "isub", "idiv", "sqrt_"),
+                "iadd", "imul", "isub", "idiv", "sqrt_", "floor_", "sign_", "round_"),
 }
 
 
@@ -241,7 +281,8 @@ def apply(row: Op, args: Sequence[Any], kw: dict[str, Any], method: str | None =
     if row.form == "operator":
         return OPERATORS[row.operator](args[0], args[1])    # type: ignore[index]
     pos, kws = FORMS[row.form](row, args[1:1 + row.extra], kw)
-    return getattr(args[0], method or row.method)(*pos, **kws)
+    out = getattr(args[0], method or row.method)(*pos, **kws)
+    return getattr(out, row.output) if row.output else out
 
 
 class _Source(str):
@@ -272,7 +313,8 @@ def source(row: Op, sources: Sequence[str], kw: dict[str, Any]) -> str:
         return f"{sources[0]} {row.operator} {sources[1]}"
     pos, kws = FORMS[row.form](row, [_Source(s) for s in sources[1:1 + row.extra]], kw)
     parts = [literal(p) for p in pos] + [f"{k}={literal(v)}" for k, v in kws.items()]
-    return f"{sources[0]}.{row.method}({', '.join(parts)})"
+    field = f".{row.output}" if row.output else ""
+    return f"{sources[0]}.{row.method}({', '.join(parts)}){field}"
 
 
 # ---- the INDEX encoding: a list of ints, {"slice": [start, stop, step]}, "..." and null -----
@@ -324,8 +366,8 @@ INPLACE_OPS = tuple(BY_KIND["inplace"].values())
 FUNCTIONS: dict[str, int] = {r.name: r.arity for r in CALLS}
 VIEWS: dict[str, str | None] = {r.name: (r.kw[0] if r.kw else None) for r in VIEW_OPS}
 INPLACE: dict[str, int] = {r.name: r.arity for r in INPLACE_OPS}
-SAVES_INPUT = frozenset(r.name for r in CALLS if r.saves == "input")
-SAVES_OUTPUT = frozenset(r.name for r in CALLS if r.saves == "output")
+SAVES_INPUT = frozenset(r.name for r in CALLS if r.saves in ("input", "both"))
+SAVES_OUTPUT = frozenset(r.name for r in CALLS if r.saves in ("output", "both"))
 SAVES_OTHER = frozenset(r.name for r in CALLS if r.saves == "other")
 HOLDS = frozenset(r.name for r in CALLS if r.holds)
 INPLACE_HOLDS = frozenset(r.name for r in INPLACE_OPS if r.holds)

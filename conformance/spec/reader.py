@@ -15,7 +15,8 @@ from pathlib import Path
 
 AREA_FILES = (
     "graph.md", "leaf.md", "retain.md", "hook.md", "version.md",
-    "inplace.md", "free.md", "mode.md", "api.md", "unspecified.md",
+    "inplace.md", "free.md", "mode.md", "api.md", "deriv.md", "double.md",
+    "unspecified.md",
 )
 CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",

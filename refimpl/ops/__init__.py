@@ -1,16 +1,17 @@
 """The op set, attached to Tensor as methods and Python operators (GRAPH-3, INPLACE-13).
 
 Families live in their own modules: elementwise, reduce, linalg, views (movement and indexing),
-inplace. Every in-place `_` variant is built from its out-of-place op by `inplace`.
+inplace, discrete (zero-derivative ops, casts, where). Every in-place `_` variant is built from
+its out-of-place op by `inplace`.
 """
 from __future__ import annotations
 
 import operator
 
 from ..tensor import Tensor
+from . import discrete, linalg, reduce, views
 from . import elementwise as ew
 from . import inplace as ip
-from . import linalg, reduce, views
 
 _METHODS = {
     "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": ew.pow,
@@ -22,9 +23,13 @@ _METHODS = {
     "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "expand": views.expand,
     "expand_as": views.expand_as, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
     "copy_": ip.copy_,
+    "floor": discrete.floor, "sign": discrete.sign, "round": discrete.round,
+    "max": reduce.reduce_max, "min": reduce.reduce_min, "argmax": reduce.argmax,
+    "argmin": reduce.argmin, "to": discrete.to, "long": discrete.long, "double": discrete.double,
+    "float": discrete.float_, "nonzero": discrete.nonzero, "where": discrete.where_method,
 }
 _INPLACE = ("add", "sub", "mul", "div", "neg", "pow", "exp", "sqrt", "log", "sin", "cos", "tanh",
-            "sigmoid", "relu", "abs", "clamp", "reciprocal")
+            "sigmoid", "relu", "abs", "clamp", "reciprocal", "floor", "sign", "round")
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name in _INPLACE:
@@ -51,8 +56,7 @@ Tensor.__imul__, Tensor.__itruediv__ = Tensor.mul_, Tensor.div_
 Tensor.__ipow__ = Tensor.pow_
 Tensor.__getitem__ = views.getitem
 Tensor.__setitem__ = views.setitem
-for _op in ("lt", "le", "gt", "ge"):
-    setattr(Tensor, f"__{_op}__", ew.compare(getattr(operator, _op)))
-Tensor.eq, Tensor.ne = ew.compare(operator.eq), ew.compare(operator.ne)
-Tensor.__eq__, Tensor.__ne__ = Tensor.eq, Tensor.ne
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):  # bool leaves, never recorded (DERIV-1)
+    setattr(Tensor, _op, ew.compare(getattr(operator, _op)))
+    setattr(Tensor, f"__{_op}__", getattr(Tensor, _op))
 Tensor.__hash__ = object.__hash__

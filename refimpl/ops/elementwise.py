@@ -1,4 +1,5 @@
-"""Elementwise ops, each forward beside its backward (GRAPH-3, GRAPH-6, LEAF-8, VER-9..VER-13).
+"""Elementwise ops, each forward beside its backward (GRAPH-3, GRAPH-6, LEAF-8, VER-9..VER-13,
+DOUBLE-2: every formula also runs on tensors under create_graph, refimpl/differentiable.py).
 
 A line `saves:` says what the node keeps for backward; torch keeps exactly that, so version
 errors (VER-7) and second-backward errors (FREE-1) happen at the same places. Broadcasting is
@@ -9,7 +10,8 @@ from __future__ import annotations
 import operator
 
 from .. import dtypes
-from ..backend import namespace_of
+from ..differentiable import array, diagonal, math, unpack
+from ..differentiable import zeros_like as _zeros
 from ..tensor import Tensor, needs, record, saved, saved_result, wrap
 
 
@@ -75,11 +77,6 @@ def _cast(t: Tensor, want):
     return t._data if t._dtype is want else t._be.xp.astype(t._data, t._be.native[want])
 
 
-def _zeros(g):
-    """Zeros shaped like g (not g * 0, which keeps inf and nan)."""
-    return namespace_of(g).zeros_like(g)
-
-
 def _floating(a: Tensor):
     """Unary float functions of integer tensors compute in the default dtype, float32."""
     return a._data if a._dtype.is_floating_point else _cast(a, dtypes.float32)
@@ -131,7 +128,7 @@ def mul(a, b):                              # saves: b if a needs grad, a if b n
 
 
 def _mul_bw(node, g):
-    b, a = node.unpack()
+    b, a = unpack(node, g)
     return (g * b if b is not None else None, g * a if a is not None else None)
 
 
@@ -155,7 +152,7 @@ def _is_float(x, be):
 
 
 def _div_bw(node, g):
-    b, a = node.unpack()
+    b, a = unpack(node, g)
     ga = g / b if needs(node, 0) else None
     gb = -g * a / (b * b) if a is not None else None
     return ga, gb
@@ -169,7 +166,7 @@ def reciprocal(a):                          # saves: result
 
 
 def _reciprocal_bw(node, g):
-    (r,) = node.unpack()
+    (r,) = unpack(node, g)
     return (-g * r * r,)
 
 
@@ -197,7 +194,7 @@ def pow(a, exponent):                       # saves: self (a scalar exponent onl
 
 
 def _pow_bw(node, g):
-    (a,) = node.unpack()
+    (a,) = unpack(node, g)
     e = node.info
     if e == 0:
         return (_zeros(g),)
@@ -213,7 +210,7 @@ def rpow(a, base):                          # base ** a for a Python scalar base
 
 
 def _rpow_bw(node, g):
-    _, r = node.unpack()
+    _, r = unpack(node, g)
     b, xp = node.info
     if b == 0:
         return (_zeros(g),)
@@ -236,7 +233,7 @@ def exp(a):                                 # saves: result
 
 
 def _exp_bw(node, g):
-    (r,) = node.unpack()
+    (r,) = unpack(node, g)
     return (g * r,)
 
 
@@ -245,7 +242,7 @@ def sqrt(a):                                # saves: result
 
 
 def _sqrt_bw(node, g):
-    (r,) = node.unpack()
+    (r,) = unpack(node, g)
     return (g / (2 * r),)
 
 
@@ -254,7 +251,7 @@ def log(a):                                 # saves: self
 
 
 def _log_bw(node, g):
-    (x,) = node.unpack()
+    (x,) = unpack(node, g)
     return (g / x,)
 
 
@@ -263,8 +260,8 @@ def sin(a):                                 # saves: self
 
 
 def _sin_bw(node, g):
-    (x,) = node.unpack()
-    return (g * node.info.cos(x),)
+    (x,) = unpack(node, g)
+    return (g * math(g, node.info).cos(x),)
 
 
 def cos(a):                                 # saves: self
@@ -272,8 +269,8 @@ def cos(a):                                 # saves: self
 
 
 def _cos_bw(node, g):
-    (x,) = node.unpack()
-    return (g * -node.info.sin(x),)
+    (x,) = unpack(node, g)
+    return (g * -math(g, node.info).sin(x),)
 
 
 def tanh(a):                                # saves: result
@@ -281,7 +278,7 @@ def tanh(a):                                # saves: result
 
 
 def _tanh_bw(node, g):
-    (r,) = node.unpack()
+    (r,) = unpack(node, g)
     return (g * (1 - r * r),)
 
 
@@ -291,7 +288,7 @@ def sigmoid(a):                             # saves: result
 
 
 def _sigmoid_bw(node, g):
-    (r,) = node.unpack()
+    (r,) = unpack(node, g)
     return (g * (r * (1 - r)),)
 
 
@@ -305,9 +302,11 @@ def relu(a):                                # saves: result
     return out
 
 
-def _relu_bw(node, g):
-    (r,) = node.unpack()
-    return (node.info.where(r <= 0, _zeros(g), g),)  # NaN lets the gradient through, as torch
+def _relu_bw(node, g):  # torch's threshold_backward(grad, result, 0), which takes the result
+    (r,) = unpack(node, g)
+    xp, stop = node.info, array(r) <= 0  # NaN lets the gradient through, as torch
+    return (diagonal(g, lambda a: xp.where(stop, xp.zeros_like(a), a),
+                     "ThresholdBackwardBackward0", r),)
 
 
 def abs(a):                                 # saves: self
@@ -317,10 +316,11 @@ def abs(a):                                 # saves: self
     return out
 
 
-def _abs_bw(node, g):
-    (x,) = node.unpack()
-    xp = node.info  # torch's sgn: 0 for nan, where numpy's sign gives nan
-    return (g * (xp.astype(x > 0, g.dtype) - xp.astype(x < 0, g.dtype)),)
+def _abs_bw(node, g):  # torch's grad * self.sgn(): sgn takes self, with a zero derivative
+    (saved_x,) = unpack(node, g)
+    xp, x, dt = node.info, array(saved_x), array(g).dtype
+    sgn = xp.astype(x > 0, dt) - xp.astype(x < 0, dt)  # 0 for nan, where numpy's sign gives nan
+    return (diagonal(g, lambda a: a * sgn, "MulBackward0", saved_x),)
 
 
 def clamp(a, min=None, max=None):           # saves: self
@@ -338,15 +338,15 @@ def clamp(a, min=None, max=None):           # saves: self
     return out
 
 
-def _clamp_bw(node, g):
-    (x,) = node.unpack()
+def _clamp_bw(node, g):  # torch's where(mask, grad, 0): a mask of self, not a function of it
+    x = array(node.unpack()[0])
     lo, hi, xp = node.info
     keep = xp.ones(x.shape, dtype=xp.bool)
     if lo is not None:
         keep = keep & (x >= lo)
     if hi is not None:
         keep = keep & (x <= hi)
-    return (xp.where(keep, g, _zeros(g)),)
+    return (diagonal(g, lambda a: xp.where(keep, a, xp.zeros_like(a)), "WhereBackward0"),)
 
 
 # ======================= comparisons (no graph; for control flow, GRAPH-8) =======================

@@ -1,4 +1,5 @@
-"""In-place ops (INPLACE-1..INPLACE-14, VER-2, VER-14, HOOK-11, RETAIN-6) and clone.
+"""In-place ops (INPLACE-1..INPLACE-14, VER-2, VER-14, HOOK-11, RETAIN-6) and clone; their
+formulas, CopySlices' included, run on tensors under create_graph too (DOUBLE-2).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
 modified (check_inplace, check_overlap), compute, write the result into the target's storage,
@@ -8,10 +9,10 @@ CopySlices for a view). zero_, fill_ and copy_ exist only in place.
 from __future__ import annotations
 
 from .. import errors, grad_mode
-from ..backend import namespace_of
+from ..differentiable import math
+from ..differentiable import zeros_like as _zeros
 from ..node import Node
-from ..tensor import Tensor, edge, moved_history, record, replay, view_grad_fn
-from .elementwise import _zeros
+from ..tensor import Tensor, edge, make_view, moved_history, record, replay, view_grad_fn
 
 _enabled = grad_mode.enabled
 
@@ -115,10 +116,27 @@ def _copy_slices_backward(node, g):
     backward returns for its input; the op's other inputs get their grads unchanged."""
     node.unpack()  # raises once freed, whatever the inner node saved (FREE-1)
     fn, chain, be = node.info
+    if g.__class__ is Tensor:
+        return _copy_slices_recorded(fn, chain, g)
     result = be.copy(g)
     region = replay(chain, result)
     grads = fn.backward(fn, be.copy(region))
     region[...] = grads[0] if grads[0] is not None else 0
+    return (result,) + tuple(grads[1:])
+
+
+def _copy_slices_recorded(fn, chain, g):
+    """The same under create_graph (DOUBLE-2), in refimpl's own ops: a copy of g, the view's
+    region of it overwritten in place with what the inner node returns."""
+    result = g.clone()
+    region = result
+    for step in chain:
+        region = make_view(region, "AsStridedBackward0", step)
+    grads = fn.backward(fn, region.clone())
+    if grads[0] is not None:
+        copy_(region, grads[0])
+    else:
+        zero_(region)
     return (result,) + tuple(grads[1:])
 
 
@@ -159,7 +177,7 @@ def fill_(a, value):                        # FillBackward2 (scalar) / FillBackw
     if isinstance(value, Tensor):
         check_inplace(a, (value,))
         arr = xp.broadcast_to(xp.astype(value._data, a._be.native[a._dtype]), a._data.shape)
-        out, _ = record(arr, a._be, "FillBackward3", _fill_tensor_bw, (a, value))
+        out, _ = record(arr, a._be, "FillBackward3", _fill_tensor_bw, (a, value), xp)
     else:
         check_inplace(a)
         arr = xp.full(a._data.shape, value, dtype=a._be.native[a._dtype])
@@ -169,8 +187,7 @@ def fill_(a, value):                        # FillBackward2 (scalar) / FillBackw
 
 
 def _fill_tensor_bw(node, g):
-    xp = namespace_of(g)
-    return _zeros(g), xp.sum(g)
+    return _zeros(g), math(g, node.info).sum(g)
 
 
 def copy_(a, src):                          # CopyBackwards; saves: nothing

@@ -1,4 +1,5 @@
-"""matmul, recorded as torch records it for each case of operand ranks (GRAPH-3, VER-12).
+"""matmul, recorded as torch records it for each case of operand ranks (GRAPH-3, VER-12);
+the formulas run on tensors under create_graph too (DOUBLE-2).
 
 1-D @ 1-D is DotBackward0, 2-D @ 1-D MvBackward0, 2-D @ 2-D MmBackward0; 1-D @ 2-D goes through
 unsqueeze, mm and squeeze.
@@ -10,6 +11,7 @@ needs grad, fold too: torch squeezes that batch first.
 """
 from __future__ import annotations
 
+from ..differentiable import math, unpack
 from ..tensor import needs, record, saved
 from . import views
 
@@ -125,23 +127,23 @@ def _two(a, b, name, backward):             # saves: b if a needs grad, a if b n
 
 
 def _unsqueeze_bw(node, g):
-    return (node.info.expand_dims(g, axis=0),)
+    return (math(g, node.info).expand_dims(g, axis=0),)
 
 
 def _dot_bw(node, g):
-    b, a = node.unpack()
+    b, a = unpack(node, g)
     return (g * b if b is not None else None, g * a if a is not None else None)
 
 
 def _mv_bw(node, g):
-    v, m = node.unpack()
-    xp = node.info
+    v, m = unpack(node, g)
+    xp = math(g, node.info)
     return (xp.reshape(g, (-1, 1)) * xp.reshape(v, (1, -1)) if v is not None else None,
             xp.matmul(xp.matrix_transpose(m), g) if m is not None else None)
 
 
 def _mm_bw(node, g):
-    b, a = node.unpack()
-    xp = node.info
+    b, a = unpack(node, g)
+    xp = math(g, node.info)
     return (xp.matmul(g, xp.matrix_transpose(b)) if b is not None else None,
             xp.matmul(xp.matrix_transpose(a), g) if a is not None else None)

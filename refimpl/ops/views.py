@@ -3,11 +3,13 @@
 Each view op is a ViewStep: fwd maps the input array to a view of it, bwd maps the view's
 gradient back to the input's shape. The same pair serves the op's node and, replayed from the
 root base, CopySlices and AsStridedBackward0 after an in-place op through a view.
-None of these save a tensor.
+None of these save a tensor. Under create_graph a view's gradient is recorded as one node that
+maps it back with bwd, whose own gradient is fwd again (tensor.linear, DOUBLE-2).
 """
 from __future__ import annotations
 
 from ..broadcast import sum_to
+from ..differentiable import math
 from ..factories import from_data
 from ..tensor import Tensor, ViewStep, make_view, record
 from .inplace import clone, copy_, fill_
@@ -52,7 +54,7 @@ def reshape(a, *shape):
 
 def _unsafe_view_bw(node, g):
     xp, old = node.info
-    return (xp.reshape(g, old),)
+    return (math(g, xp).reshape(g, old),)
 
 
 def unsafe_view(a, shape, name="UnsafeViewBackward0"):
