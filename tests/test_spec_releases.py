@@ -91,6 +91,10 @@ def test_every_change_since_the_last_release_is_recorded(cid):
         assert _listed(cid), f"{cid} is not listed in CHANGES.md for {COMING}"
         return
     assert c.added == old["added"], f"{cid}: `added` changed from {old['added']}"
+    if old["class"] is not None and c.cls != old["class"]:     # a class is normative too
+        assert c.revised == COMING and _listed(cid), (
+            f"{cid} moved from class {old['class']} to {c.cls} since spec {PREVIOUS}: its "
+            f"`revised` must be {COMING} and CHANGES.md must list it")
     if digest(c) != old["digest"]:
         assert c.revised == COMING, (
             f"{cid} differs from spec {PREVIOUS}: its `revised` must be {COMING}")
@@ -99,6 +103,16 @@ def test_every_change_since_the_last_release_is_recorded(cid):
         assert c.revised == (old["revised"] or ""), (
             f"{cid}: `revised` says {c.revised or 'never'}, but its normative text is "
             f"{PREVIOUS}'s (revised {old['revised'] or 'never'})")
+
+
+def test_a_change_to_the_definitions_is_recorded():
+    """definitions.md is normative: a text other than the last release's needs a line in
+    CHANGES.md's section for the coming release that starts "- Definitions"."""
+    from conformance.spec.releases import definitions_text
+    old = load_archive(spec_dir(), PREVIOUS).get("definitions")
+    if old is not None and definitions_text(spec_dir()) != old:
+        assert re.search(r"^- Definitions\b", _changes_section(), re.M), (
+            f"spec/definitions.md differs from spec {PREVIOUS}: list the change in CHANGES.md")
 
 
 def test_every_clause_has_a_class_and_the_ids_file_is_current():

@@ -9,8 +9,9 @@ Why, History and notes are informative. clauses.lock holds a digest of each clau
 part, so that a change to it fails tests/test_spec_releases.py until the lock is rewritten
 (`gradspec index --write`), the clause's `revised` column names the coming release, and
 spec/CHANGES.md lists it. The class column is checked by the same test against the release
-that introduced classes, not digested: a class is what an engine may claim, and moving a
-clause between classes is listed in CHANGES.md like any revision.
+that introduced classes, not digested (the digests of releases before classes must stay
+comparable): a class is what an engine may claim, and a clause moved between classes since the
+last release needs its `revised` column and a CHANGES.md entry like any revision.
 
 spec/VERSION is the version of the text in the tree: a release ("1.1.0"), or the coming one
 with "-dev" ("1.2.0-dev") while changes are unreleased. Each release's text is archived, so
@@ -69,9 +70,10 @@ def render_lock(spec: Spec, old: dict[str, str | None]) -> str:
     return LOCK_HEADER + "\n".join(lines) + "\n"
 
 
-def archive(spec: Spec) -> dict[str, Any]:
-    """A release's record: each clause's metadata, digest and whole text."""
-    return {"version": spec.version, "clauses": {
+def archive(spec: Spec, definitions: str | None = None) -> dict[str, Any]:
+    """A release's record: each clause's metadata, digest and whole text, and the text of
+    definitions.md (normative too: the terms the clauses rest on)."""
+    return {"version": spec.version, "definitions": definitions, "clauses": {
         c.id: {"title": c.title, "file": c.file, "status": c.status, "class": c.cls,
                "since": c.since, "added": c.added, "revised": c.revised,
                "digest": digest(c), "text": c.text}
@@ -116,11 +118,14 @@ def write_archive(spec: Spec, directory: Path) -> str | None:
     if spec.version.endswith("-dev") or spec.version == "unknown":
         return None
     path = directory / "releases" / f"{spec.version}.json"
-    record = archive(spec)
+    record = archive(spec, definitions_text(directory))
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         changed = [cid for cid, c in record["clauses"].items()
-                   if old["clauses"].get(cid, {}).get("digest") != c["digest"]]
+                   if (old["clauses"].get(cid, {}).get("digest"), old["clauses"].get(cid, {})
+                       .get("class")) != (c["digest"], c["class"])]
+        if old.get("definitions") not in (None, record["definitions"]):
+            changed.append("definitions.md")
         if changed:
             raise SpecError(f"spec {spec.version} is released and archived; its text may not "
                             f"change ({', '.join(changed[:5])}): set spec/VERSION to the "
@@ -129,6 +134,11 @@ def write_archive(spec: Spec, directory: Path) -> str | None:
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return str(path)
+
+
+def definitions_text(directory: Path) -> str | None:
+    path = directory / "definitions.md"
+    return path.read_text(encoding="utf-8") if path.exists() else None
 
 
 def render_ids(spec: Spec) -> str:
@@ -142,4 +152,5 @@ def render_ids(spec: Spec) -> str:
 
 
 __all__ = ["archive", "clause_at", "digest", "load_archive", "normative", "read_lock",
-           "release_of", "releases", "render_ids", "render_lock", "write_archive"]
+           "definitions_text", "release_of", "releases", "render_ids", "render_lock",
+           "write_archive"]
