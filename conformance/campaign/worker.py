@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engines import load_engine
-from ..engines.base import Engine
+from ..engines.base import Engine, grad_mode
 from ..judge.compare import Divergence, compare
 from ..judge.conditioning import Relief
 from ..judge.executor import execute
@@ -32,29 +32,19 @@ ProgramSource = Callable[[int, frozenset[str], int], Program]
 _ENTERED: list[Any] = []    # mode managers entered to reset the mode, kept so none restores
 
 
-def _grad_mode(engine: Engine) -> bool | None:
-    """The engine's grad mode, None when it has no grad modes or cannot say."""
-    if "grad_modes" not in engine.capabilities:
-        return None
-    try:
-        return bool(engine.is_grad_enabled())
-    except Exception:  # noqa: BLE001 - an engine that cannot say has nothing to check
-        return None
-
-
 def reset_grad_mode(engine: Engine) -> bool:
     """Turn the engine's grad mode on (a bare set_grad_enabled(True), MODE-3); whether it is
     on afterwards (True for an engine without grad modes)."""
-    if _grad_mode(engine) is not False:
+    if grad_mode(engine) is not False:
         return True
     try:
         cm = engine.grad_mode("set_grad_enabled", True)
-        if _grad_mode(engine) is False:
+        if grad_mode(engine) is False:
             cm.__enter__()
         _ENTERED.append(cm)
     except Exception:  # noqa: BLE001 - judged by the check below
         pass
-    return _grad_mode(engine) is not False
+    return grad_mode(engine) is not False
 
 
 class Runs:
@@ -78,7 +68,7 @@ class Runs:
             self.progress.running(who)
             on = self.progress.statement
         trace = execute(program, engine, on)
-        after = _grad_mode(engine)
+        after = grad_mode(engine)
         if after is False and not reset_grad_mode(engine):
             self.dirty = True
         return trace, after

@@ -243,6 +243,17 @@ class Engine(ABC):
         return None
 
 
+def grad_mode(engine: Engine) -> bool | None:
+    """The engine's grad mode, None when it has no grad modes or cannot say (what the
+    campaign's hermetic runs check, and what drawing a graph puts back)."""
+    if "grad_modes" not in engine.capabilities:
+        return None
+    try:
+        return bool(engine.is_grad_enabled())
+    except Exception:  # noqa: BLE001 - an engine that cannot say has nothing to check
+        return None
+
+
 def _numel(shape: Sequence[int]) -> int:
     n = 1
     for s in shape:

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..engines.base import Engine
+from ..engines.base import Engine, grad_mode
 from ..judge import segments
 from ..judge.compare import Divergence
 from ..judge.executor import _Run, names
@@ -82,7 +82,7 @@ def capture(program: Program, engine: Engine, at: str | None = None) -> dict[str
         raise GraphError(f"engine {engine.name} lacks the grad_fn capability: it cannot say "
                          "what its graph is")
     stmts = truncate(program, at).statements
-    mode = _grad_mode(engine)
+    mode = grad_mode(engine)
     run = _Run(engine)
     try:
         with warnings.catch_warnings(record=True) as run.caught:
@@ -95,18 +95,9 @@ def capture(program: Program, engine: Engine, at: str | None = None) -> dict[str
             data = engine.graph_of(live)
     finally:
         run.env.clear()
-        if mode is not None and _grad_mode(engine) != mode:
+        if mode is not None and grad_mode(engine) != mode:
             engine.grad_mode("set_grad_enabled", mode)  # sets the mode when made (MODE-3)
     return {**data, "engine": engine.name, "version": engine.version, "at": at}
-
-
-def _grad_mode(engine: Engine) -> bool | None:
-    if "grad_modes" not in engine.capabilities:
-        return None
-    try:
-        return bool(engine.is_grad_enabled())
-    except Exception:  # noqa: BLE001 - an engine that cannot say has nothing to restore
-        return None
 
 
 # ---- drawing ------------------------------------------------------------------------------
