@@ -223,7 +223,7 @@ class Gen(BackwardPasses):
         t = self.result(shape, a.dtype, [a], origin="view")
         t.storage = a.storage
         t.shares = a.memory()
-        t.made_at = a.storage.version
+        t.made_at, t.doubt_at = a.storage.version, a.storage.doubt
         t.base = base
         base.views.append(t)
         t.nograd_view = a.nograd_view or not self.grad_enabled

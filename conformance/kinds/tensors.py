@@ -300,6 +300,9 @@ class View(Kind):
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
         if copied:
             t = g.result(shape, a.dtype, [a])
+            # the model's contiguity is a guess (t[0, 1] of a matrix is contiguous in torch,
+            # not here): torch may have made a view, whose writes would reach a's memory
+            t.storage.may_reach = (a.storage, *a.storage.may_reach)
         else:
             t = g.add_view(a, shape, noncontig, fn == "expand")
         g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),

@@ -45,7 +45,7 @@ def _rebase(t: T, n: Node, setitem: bool) -> None:
         t.old_node = None
     t.node, t.rg, t.leaf = n, True, False
     if not setitem:     # an in-place method sets t's grad_fn; setitem does not
-        t.made_at = t.storage.version
+        t.made_at, t.doubt_at = t.storage.version, t.storage.doubt
     elif t.base is not None:
         t.stale = True      # setitem wrote a view of t: t is a sibling view now
     base = t.base
@@ -69,6 +69,8 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     was_rg = t.rg
     cl = _write_clauses(t)
     t.storage.version += 1
+    for s in t.storage.may_reach:
+        s.doubt += 1
     for v in tensors:
         if v.nograd_view and not v.hidden and v.storage is t.storage:
             v.hidden = True     # torch refuses to use a no_grad view once its base is written

@@ -10,8 +10,15 @@ from dataclasses import dataclass, field
 
 @dataclass(eq=False, slots=True)
 class Storage:
-    """A tensor's memory, shared by its views; `version` is its version counter."""
+    """A tensor's memory, shared by its views; `version` is its version counter.
+
+    `doubt` counts the writes that may have reached it through a tensor the model calls a
+    copy but torch may make a view (a reshape of what the model cannot prove contiguous:
+    `may_reach`, the storages such a tensor may share), so that what torch would crash on
+    is not drawn (T.hookable)."""
     version: int = 0
+    doubt: int = 0
+    may_reach: tuple[Storage, ...] = ()
 
 
 @dataclass(eq=False, slots=True)
@@ -57,6 +64,7 @@ class T:
     stale: bool = False              # its grad_fn is regenerated lazily by torch
     of_leaf_rg: bool = False         # a view made of a leaf that required grad at the time
     made_at: int = 0                 # storage version when its grad_fn was last set
+    doubt_at: int = 0                # storage doubt then (Storage.doubt)
     shares: T | None = None          # the tensor whose memory it shares (a view, detach() or
     #                                  .data of it; `storage` is the version counter only)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
@@ -66,9 +74,11 @@ class T:
 
     def hookable(self) -> bool:
         # torch 2.13 segfaults registering a hook on a view whose storage was written since
-        # the view was made (x[0], then x written under no_grad): never draw that.
+        # the view was made (x[0], then x written under no_grad; pytorch/pytorch#196459):
+        # never draw that, nor where a write may have reached it (Storage.doubt).
         return self.rg and self.node is not None and (
-            self.base is None or self.storage.version == self.made_at)
+            self.base is None or self.storage.version == self.made_at
+            and self.storage.doubt == self.doubt_at)
 
     def memory(self) -> T:
         """The tensor that owns its memory (itself when it owns it)."""

@@ -237,3 +237,25 @@ def test_hypothesis_shrinks_to_a_short_program():
     # minimizer, the pytest profile only with Hypothesis's)
     smallest = min(sum(1 for _, s in p.walk() if s.op != "sweep") for p in failing)
     assert smallest <= 14, failing[-1].dumps()
+
+
+def test_no_hook_drawn_where_a_write_may_have_reached_the_view():
+    """torch 2.13 crashes registering a hook on a view whose version counter moved since it
+    was made (docs/findings.md, torch-1). The model calls `t1[0, -2].reshape(1)` a copy (it
+    cannot prove the 0-d index contiguous), torch makes it a view: a write through its
+    `detach()` reaches t1's counter, so the view t1[0, -2] is not hookable after it. Seed 1181
+    drew that hook before the model learnt to doubt; its program must now run on torch."""
+    import subprocess
+    import sys
+    code = (
+        "from conformance.engines import load_engine\n"
+        "from conformance.executor import execute\n"
+        "from conformance.generate import program_for_seed\n"
+        "o, e = load_engine('torch'), load_engine('refimpl')\n"
+        "caps = frozenset(o.capabilities) & frozenset(e.capabilities)\n"
+        "for size in (20, 40):\n"
+        "    execute(program_for_seed(1181, caps, size), o)\n"
+        "print('ran')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert (r.returncode, r.stdout.strip()) == (0, "ran"), (r.returncode, r.stderr[-500:])
