@@ -306,6 +306,8 @@ def attribute(program: Program, oracle: Trace | None, engine: Trace | None,
               divergences: list[Any]) -> list[Any]:
     """Set `primary`, `signature` and `cls` of each divergence of `program` (whose traces are
     `oracle` and `engine`; None for a program that was not judged); returns them."""
+    if not divergences:         # most programs: nothing to read the program for
+        return divergences
     view = _Program(program)
     ob = oracle.by_path() if oracle is not None else {}
     eb = engine.by_path() if engine is not None else {}

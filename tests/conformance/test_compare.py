@@ -495,3 +495,39 @@ def test_hook_order_of_three_or_more_leaves_ready_at_once_is_not_compared(roots,
     assert found == ([] if roots >= 3 else [(at, "hooks")])
     calls[0][1] = [99.0]                # a wrong gradient is still a divergence, in any order
     assert [(d.path, d.what) for d in compare(p, o, e)] == [(at, "hooks")]
+
+
+@pytest.mark.parametrize("theirs, what", [
+    (lambda v: [[1 if x is True else x for x in item] for item in v], "True read as 1"),
+    (lambda v: [[float(x) if type(x) is int else x for x in item] for item in v],
+     "an int read as a float"),
+])
+def test_identical_traces_are_identical_in_type_not_only_equal(theirs, what, torch_engine):
+    """A trace the engine recorded exactly as the oracle needs no comparing (compare.py:
+    _identical), but "exactly" means in type and bits: True == 1 and 1 == 1.0 in Python, and
+    an engine that reads `is_leaf` as 1 still diverges, while an int read as a float agrees
+    under the comparison rule (close)."""
+    p = Program([leaf("x", [1.0, 2.0], [2]), S("observe", target="x", params={"what": "version"}),
+                 _sweep(("x", "is_leaf"), ("x", "version"), ("x", "value"))])
+    o, e = traces(p, torch_engine)
+    sweep = e.by_path()["2"]
+    sweep.value = theirs(sweep.value)
+    found = compare(p, o, e)
+    if what == "True read as 1":
+        assert [(d.path, d.what) for d in found] == [("2", "value")]
+        assert "x.is_leaf = True" in found[0].oracle and "x.is_leaf = 1" in found[0].engine
+    else:
+        assert found == []
+
+
+def test_nan_and_signed_zero_agree_though_not_identical(torch_engine):
+    """NaN agrees with NaN and -0.0 with 0.0 under the comparison rule; the identical-trace
+    shortcut must not tell them apart (it falls back to the rule) nor let a NaN pass for a
+    number."""
+    p = Program([leaf("x", [1.0, 2.0], [2]), _sweep(("x", "value"))])
+    o, e = traces(p, torch_engine)
+    o.by_path()["1"].value[0][0] = [float("nan"), 0.0]
+    e.by_path()["1"].value[0][0] = [float("nan"), -0.0]
+    assert compare(p, o, e) == []
+    e.by_path()["1"].value[0][0] = [1.0, -0.0]
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [("1", "value")]
