@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .campaign import limits
+from .campaign import replay as replay_cli
 from .campaign.limits import device, seconds
 from .importpath import current_folder_last
 from .reports import graph_cli
@@ -68,6 +69,10 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="refimpl", help="engine under test: a name or "
                    "package.module:factory (default refimpl)")
     _campaign_options(p, 300, "programs", "gradspec-out")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the programs on the Dask cluster whose scheduler is at ADDRESS "
+                   "(tcp://host:8786) instead of local worker processes; needs "
+                   "gradspec[cluster] (README.md, 'Campaigns on a cluster')")
     p.add_argument("--no-shrink", action="store_true", help="report programs unminimized")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--source", default=None, help="programs from package.module:function "
@@ -131,9 +136,13 @@ def _import_source(path: str):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .campaign.cluster import ClusterError
     from .campaign.runner import CampaignInterrupted, default_source, run_campaign
     from .engines import EngineError
     from .reports.report import MAX_UNJUDGED, print_summary
+    if args.scheduler and args.jobs != 1:
+        raise UsageError("-n/--jobs and --scheduler exclude each other: the cluster's workers "
+                         "set how many programs run at once")
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
     unjudged = MAX_UNJUDGED if args.max_unjudged is None else args.max_unjudged
@@ -143,8 +152,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               out_dir=args.out, progress=not args.quiet, device=args.device,
                               shrink=not args.no_shrink, source=source, xfails=xfails,
                               probe=not args.no_probe, max_unjudged=unjudged,
-                              classes=args.classes)
-    except EngineError as exc:
+                              classes=args.classes, scheduler=args.scheduler)
+    except (EngineError, ClusterError) as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
@@ -161,56 +170,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _configure_replay(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a program.json, or a divergence folder holding one")
-    p.add_argument("--engine", default=None, help="engine to run it on (default: the one "
-                   "divergence.json beside the program records, else refimpl)")
-    p.add_argument("--oracle", default=None, help="the reference (default: as recorded, else "
-                   "torch)")
-    p.add_argument("--device", type=device, default=None, help="cpu or cuda (default: as "
-                   "recorded, else cpu)")
-    p.add_argument("--timeout", type=seconds, default=10.0,
-                   help="seconds before the program counts as a hang (default 10)")
-
-
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from .campaign.runner import replay
-    from .engines import EngineError, load_engine
-    from .lang.validate import ProgramError, load
-    from .reports.replay import print_replay, recorded
-    path = Path(args.file)
-    if path.is_dir():
-        path = path / "program.json"
-    try:        # validated before any engine is loaded: a bad file runs nothing
-        program = load(path.read_bytes())
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ProgramError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    try:
-        rec = recorded(path)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    engine_spec, oracle_spec = args.engine or rec.get("engine", "refimpl"), \
-        args.oracle or rec.get("oracle", "torch")
-    try:
-        dev = args.device or (device(rec["device"]) if "device" in rec else "cpu")
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"{path.parent / 'divergence.json'}: device {exc}") from None
-    try:        # loaded here first, so that a bad name is one line before any worker starts
-        load_engine(engine_spec, dev), load_engine(oracle_spec, dev)
-        if rec and not (args.engine and args.oracle):
-            print(f"replaying on {engine_spec} against {oracle_spec}, as recorded")
-        result = replay(program, engine_spec, oracle_spec, dev, args.timeout)
-    except EngineError as exc:
-        raise UsageError(str(exc)) from None
-    return print_replay(program, result, engine_spec)
-
-
 command("run", "run the conformance suite: generated programs on an engine vs the oracle",
         _configure_run)(_cmd_run)
-command("replay", "rerun a saved program on an engine and the oracle",
-        _configure_replay)(_cmd_replay)
+command("replay", replay_cli.HELP, replay_cli.configure)(replay_cli.run)
 command("graph", graph_cli.HELP, graph_cli.configure)(graph_cli.run)
 
 
@@ -270,7 +232,6 @@ def _configure_matrix(p: argparse.ArgumentParser) -> None:
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
     from .campaign.matrix import run_matrix
-    from .campaign.runner import stderr_progress
     from .engines import EngineError
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
     if not names:
@@ -282,7 +243,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         columns = run_matrix(names, args.oracle, args.out, count=args.count, seed=args.seed,
                              size=args.size, jobs=args.jobs, timeout=args.timeout,
                              device=args.device, xfails=xfails, spec_url=args.spec_url,
-                             progress=None if args.quiet else stderr_progress)
+                             progress=not args.quiet)
     except EngineError as exc:
         raise UsageError(f"oracle: {exc}") from None
     except OSError as exc:

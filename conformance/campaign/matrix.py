@@ -35,6 +35,7 @@ from ..judge.executor import execute
 from ..judge.xfail import Xfail
 from ..reports.classes import class_counts
 from ..reports.pages import STATES, Column, markdown, page
+from ..reports.progress import CampaignProgress
 from ..reports.render import render, render_replay
 from ..reports.report import safe_name
 from ..spec.reader import load_spec, spec_dir
@@ -67,14 +68,20 @@ def _write_program(out: Path, folder: Path, index: int, pseed: int, source: Prog
     return _rel(script, out)
 
 
+def _bar(progress: Any, name: str) -> Any:
+    """The progress of engine `name`'s campaign: for `progress` True a line on a terminal
+    (reports/progress.py), else `progress` itself (a campaign's callback, or None)."""
+    return CampaignProgress(what=name) if progress is True else progress
+
+
 def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = "gradspec-matrix",
                count: int = 100, seed: int = 0, size: int = 20, jobs: int = 1,
                timeout: float = 10.0, device: str = "cpu", xfails: list[Xfail] | None = None,
                source: ProgramSource = default_source, progress=None,
                probe: bool = True, spec_url: str | None = None) -> list[Column]:
     """Run every engine and write OUT/matrix.{html,md,json}; the columns, in `engines` order.
-    An oracle that cannot load is an EngineError (there is no matrix without one). Clause
-    links are relative paths to the spec folder, or under `spec_url` (a page to publish)."""
+    An oracle that cannot load is an EngineError (there is no matrix without one). Clause links
+    are relative paths to the spec folder, or under `spec_url`. `progress`: see `_bar`."""
     oracle_engine = load_engine(oracle, device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +93,7 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
         try:
             engine = load_engine(name, device)
             report = run_campaign(name, oracle, seed=seed, count=count, size=size, jobs=jobs,
-                                  timeout=timeout, out_dir=folder, progress=progress,
+                                  timeout=timeout, out_dir=folder, progress=_bar(progress, name),
                                   device=device, source=source, xfails=xfails, probe=probe)
         except EngineError as exc:
             columns.append(Column(name, False, str(exc)))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
 from ..lang.trace import Trace
 from ..reports.classes import apply_classes, engine_claim, not_claimed
+from ..reports.progress import CampaignProgress
 from ..reports.report import (
     MAX_UNJUDGED,
     PATH_KEYS,
@@ -42,17 +42,16 @@ from ..reports.report import (
     apply_oracle_version,
     clause_rows,
     set_statuses,
-    stderr_progress,
     write_divergence,
 )
 from ..spec.reader import load_spec
 from . import worker
 from .failures import shrink_failures
 from .outdir import Staging
-from .pool import Pool, PoolError, Task, context
+from .pool import Pool, PoolError, context
+from .programs import Interrupted, Progress, check_programs, failing  # noqa: F401 - API
+from .replay import replay  # noqa: F401 - part of this module's API (moved to replay.py)
 from .worker import ProgramSource, check  # noqa: F401 - check: part of this module's API
-
-Progress = Callable[[int, int, int, float], None]
 
 
 def program_seeds(seed: int, count: int) -> list[int]:
@@ -63,14 +62,6 @@ def program_seeds(seed: int, count: int) -> list[int]:
 def default_source(seed: int, capabilities: frozenset[str], size: int) -> Program:
     from ..generate import program_for_seed
     return program_for_seed(seed, capabilities, size)
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during run_programs: `results` holds the programs finished (None for the rest)."""
-
-    def __init__(self, results: list[dict[str, Any] | None]):
-        super().__init__("interrupted")
-        self.results = results
 
 
 class CampaignInterrupted(KeyboardInterrupt):
@@ -85,41 +76,26 @@ class CampaignInterrupted(KeyboardInterrupt):
 def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int], size: int,
                  caps: frozenset[str], jobs: int, timeout: float,
                  source: ProgramSource = default_source, shrink: bool = True,
-                 progress: Progress | None = None, classes: frozenset[str] | None = None
-                 ) -> list[dict[str, Any]]:
+                 progress: Progress | None = None, classes: frozenset[str] | None = None,
+                 scheduler: str | None = None) -> list[dict[str, Any]]:
     """Results per program, in seed order; crashes and hangs become failure results. A
     divergent program is shrunk in a fresh worker (campaign/worker.py) for its first divergence
-    in `classes` (None: the engine's claim). Ctrl-C raises Interrupted with the results so far."""
+    in `classes` (None: the engine's claim); then the crashes and hangs are (failures.py: the
+    first few of each kind over the whole run). Ctrl-C raises Interrupted with the results so
+    far. With `scheduler`, the address of a Dask scheduler, the programs run on its cluster
+    (campaign/cluster.py) and `jobs` is not used; the crashes are shrunk here."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout,
                "classes": classes}
-    results: list[dict[str, Any] | None] = [None] * len(seeds)
-    counts = {"done": 0, "failing": 0}
-    start = time.monotonic()
-
-    def follow(task: Task, result: dict[str, Any]) -> Task | None:
-        if shrink and task.payload[0] == "check" and result.get("divergences"):
-            return Task(task.index, ("shrink", seeds[task.index]), 3 * timeout, result)
-        return None
-
-    def finish(task: Task, result: dict[str, Any]) -> None:
-        if task.partial and not (result.get("divergences") or result.get("failure")):
-            result = task.partial       # not reproduced while shrinking: keep what was found
-        results[task.index] = result
-        counts["done"] += 1
-        counts["failing"] += bool(result.get("divergences") or result.get("failure")
-                                  or result.get("internal"))  # the oracle's are not counted
-        if progress:
-            progress(counts["done"], len(seeds), counts["failing"], time.monotonic() - start)
-
-    pool = Pool(context([engine_spec, oracle_spec], device), jobs, worker.setup,
-                (engine_spec, oracle_spec, device, options), worker.work,
-                lambda task, what, detail, who, path: worker.failure(
-                    task.partial, what, detail, who, path), follow)
-    tasks = [Task(i, ("check", s), timeout) for i, s in enumerate(seeds)]
+    if scheduler:
+        from .cluster import run_on_cluster
+        results = run_on_cluster(scheduler, engine_spec, oracle_spec, device, seeds, timeout,
+                                 options, shrink, progress)
+    else:
+        results = check_programs(engine_spec, oracle_spec, device, seeds, jobs, timeout,
+                                 options, shrink, progress)
     try:
-        pool.run(tasks, finish)
         if shrink and any(r and "failure" in r for r in results):
             shrink_failures(lambda: Pool(
                 context([engine_spec, oracle_spec], device), 1, worker.setup,
@@ -134,40 +110,14 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
     return [r or {} for r in results]
 
 
-def replay(program: Program, engine_spec: str, oracle_spec: str, device: str = "cpu",
-           timeout: float = 10.0) -> dict[str, Any]:
-    """Run one program on the oracle and the engine in a worker process, as a campaign does:
-    {"oracle", "engine" (traces), "divergences", "names"}, or for a crash or hang
-    {"failure": a Divergence at the statement that was running} or {"oracle_failure": why},
-    or {"internal": a gradspec traceback}. An engine that cannot load is an EngineError."""
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
-    out: dict[str, Any] = {}
-    stmts = dict(program.walk())
-
-    def failure(task: Task, what: str, detail: str, who: str, path: str) -> dict[str, Any]:
-        r = worker.failure(None, what, detail, who, path)
-        if "failure" in r and path in stmts:
-            r["failure"].update(op=stmts[path].op, clauses=list(stmts[path].clauses))
-        return r
-
-    pool = Pool(context([engine_spec, oracle_spec], device), 1, worker.setup,
-                (engine_spec, oracle_spec, device, {}), worker.work, failure)
-    try:
-        pool.run([Task(0, ("program", program.to_json()), timeout)],
-                 lambda task, result: out.update(result))
-    except PoolError as exc:
-        raise EngineError(str(exc)) from None
-    return out
-
-
 def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed: int = 0,
                  count: int = 300, size: int = 20, jobs: int = 1, timeout: float = 10.0,
                  out_dir: str | Path = "gradspec-out", progress: Progress | bool | None = True,
                  device: str = "cpu", source: ProgramSource = default_source,
                  shrink: bool = True, xfails: list[Xfail] | None = None,
                  probe: bool = True, max_unjudged: float = MAX_UNJUDGED,
-                 classes: list[str] | tuple[str, ...] | None = None) -> Report:
+                 classes: list[str] | tuple[str, ...] | None = None,
+                 scheduler: str | None = None) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
     per divergent, crashed or timed-out program; return the Report (its exit_code: see
     Report.exit_code).
@@ -178,10 +128,14 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     expects, and those on clauses newer than the oracle's release, are reported apart and do
     not fail the run, and so do divergences of conformance classes the engine does not claim
     (`classes` overrides its claim). With `probe`, capabilities the engine declares absent are
-    probed (conformance/judge/probes.py)."""
+    probed (conformance/judge/probes.py). With `scheduler` (a Dask scheduler's address) the
+    programs run on that cluster (campaign/cluster.py), with the report a serial run writes."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
+    if scheduler:
+        from .cluster import check
+        check(scheduler)        # one line now, not after the probes
     caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
     claims = engine_claim(engine, classes)
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
@@ -195,13 +149,16 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         if probe:
             report.capability_checks = [r.to_json() for r in check_declarations(engine, oracle)]
         seeds = program_seeds(seed, count)
+        bar = CampaignProgress() if progress is True else None
         try:
             results: list[dict[str, Any] | None] = list(run_programs(
                 engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout, source,
-                shrink, stderr_progress if progress is True else progress or None,
-                frozenset(claims)))
+                shrink, bar or progress or None, frozenset(claims), scheduler))
         except Interrupted as stop:
             results, report.complete = stop.results, False
+        finally:
+            if bar is not None:
+                bar.close()
         ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
                        claims)
         _collect(report, spec, ctx, seeds, results, xf)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -319,17 +318,6 @@ def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) 
         return f"not generated ({not_generated[cid]}); spec examples and differential tests " \
                "check it"
     return f"no program of {programs} exercised it"
-
-
-def stderr_progress(done: int, total: int, divergent: int, seconds: float) -> None:
-    """A progress line on stderr: rewritten in place on a terminal, every 10% otherwise."""
-    tty = sys.stderr.isatty()
-    if not tty and done != total and done % max(1, total // 10):
-        return
-    rate = done / seconds if seconds > 0 else 0.0
-    line = f"[{done}/{total}] {rate:.1f} programs/s, {divergent} divergent"
-    end = "\n" if not tty or done == total else ""
-    print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
 
 
 def print_summary(report: Report, out_dir: str | Path) -> None:

@@ -28,12 +28,12 @@ from __future__ import annotations
 import html
 import re
 import shutil
-import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 from ..spec.reader import AREA_FILES, Clause, Spec, SpecError, load_spec, spec_dir
+from .progress import Bar
 
 # The pages besides the areas and the index: (Markdown file, the label the navigation gives it).
 DOCUMENTS = (("definitions.md", "Definitions"), ("errors.md", "Error kinds"),
@@ -253,13 +253,6 @@ def pages_of(spec: Spec, folder: Path) -> list[tuple[str, str, str]]:
     return out
 
 
-def _progress(done: int, total: int, name: str, shown: bool) -> None:
-    if not shown:
-        return
-    end = "\n" if done == total else ""
-    print(f"\r[{done}/{total}] {name:<24}", end=end, file=sys.stderr, flush=True)
-
-
 def write_site(out: str | Path, directory: str | Path | None = None,
                progress: bool | None = None) -> list[Path]:
     """Write the site into `out` (created); return the pages written, index.html first.
@@ -270,13 +263,13 @@ def write_site(out: str | Path, directory: str | Path | None = None,
     spec = load_spec(str(folder) if directory else None)
     md = markdown()
     sources = pages_of(spec, folder)
-    shown = sys.stderr.isatty() if progress is None else progress
+    bar = Bar(len(sources) + 1, "pages", "site", progress)
     env_base = {"clauses": spec.clauses, "pages": {s for s, _, _ in sources} | {"index"},
                 "assets": set()}
     out = Path(out)
     rendered = [("index", page(spec, md, "index", "Clause index", index_body(spec, md)))]
     for n, (stem, title, text) in enumerate(sources, 1):
-        _progress(n, len(sources) + 1, f"{stem}.html", shown)
+        bar.to(n, f"{stem}.html")
         env = dict(env_base, page=stem)
         rendered.append((stem, page(spec, md, stem, title, md.render(text, env))))
     try:
@@ -291,6 +284,8 @@ def write_site(out: str | Path, directory: str | Path | None = None,
                 (out / asset).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, out / asset)
     except OSError as exc:
+        bar.close()
         raise SpecError(f"cannot write the site to {out}: {exc.strerror or exc}") from None
-    _progress(len(sources) + 1, len(sources) + 1, "index.html", shown)
+    bar.to(len(sources) + 1, "index.html")
+    bar.close()
     return written

@@ -258,7 +258,7 @@ def test_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys):
     pytest.importorskip("markdown_it", reason=MARKDOWN)
     write_site(tmp_path / "a", progress=True)
     err = capsys.readouterr().err
-    assert f"[{len(PAGES)}/{len(PAGES)}]" in err and "leaf.html" in err
+    assert f"{len(PAGES)}/{len(PAGES)}" in err and "index.html" in err
     write_site(tmp_path / "b")          # stderr is not a terminal here
     assert capsys.readouterr().err == ""
 

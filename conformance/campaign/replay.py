@@ -1,0 +1,190 @@
+"""`gradspec replay PATH [PATH ...]`: saved programs rerun on an engine and the oracle, each in a
+worker process as a campaign runs each of its programs (`replay`).
+
+A PATH is a program.json, a divergence folder holding one, or a folder of such folders (a
+run's `divergences/`, or the whole output folder: every `program.json` below it, in path
+order). Every program is read and validated, and every engine named loaded, before any runs:
+a mistake in any of them is one line and exit 2. One program prints the traces side by side
+(reports/replay.py); several print one line each, under a progress line on a terminal, and a
+count. Each runs on the engine, oracle and device its folder's divergence.json records unless
+--engine, --oracle or --device say otherwise.
+
+Exit status: the worst of the programs': 3 could not judge one (a crash, a hang, the oracle's
+failure, a harness error), else 1 if one diverges, else 0.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..engines import EngineError
+from .limits import device, seconds
+
+if TYPE_CHECKING:
+    from ..lang.program import Program
+
+HELP = "rerun saved programs on an engine and the oracle"
+
+
+class _Usage(Exception):
+    """A mistake in the input: one line, exit 2."""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="+", help="a program.json, a divergence folder holding one, "
+                   "or a folder of them (every program.json below it)")
+    p.add_argument("--engine", default=None, help="engine to run them on (default: the one "
+                   "divergence.json beside each program records, else refimpl)")
+    p.add_argument("--oracle", default=None, help="the reference (default: as recorded, else "
+                   "torch)")
+    p.add_argument("--device", type=device, default=None, help="cpu or cuda (default: as "
+                   "recorded, else cpu)")
+    p.add_argument("--timeout", type=seconds, default=10.0,
+                   help="seconds before a program counts as a hang (default 10)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command: 0, 1, 3 as the module says; 2 for bad input (one line on stderr)."""
+    try:
+        return _replay(args)
+    except _Usage as exc:
+        print(f"gradspec: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        return 2
+
+
+def program_files(paths: list[str]) -> list[Path]:
+    """The program.json files the PATHs name, in the order given (each folder's in path
+    order), each once."""
+    found: dict[Path, None] = {}
+    for text in paths:
+        path = Path(text)
+        if path.is_dir() and not (path / "program.json").is_file():
+            below = sorted(path.rglob("program.json"))
+            if not below:
+                raise _Usage(f"cannot read {path / 'program.json'}: no such file, and no "
+                             f"folder below {path} holds one")
+            found.update(dict.fromkeys(below))
+        else:
+            found[path / "program.json" if path.is_dir() else path] = None
+    return list(found)
+
+
+def _load(path: Path, args: argparse.Namespace) -> tuple[Any, str, str, str, bool]:
+    """(program, engine, oracle, device, whether the engines are as recorded)."""
+    from ..lang.validate import ProgramError, load
+    from ..reports.replay import recorded
+    try:        # validated before any engine is loaded: a bad file runs nothing
+        program = load(path.read_bytes())
+    except OSError as exc:
+        raise _Usage(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ProgramError as exc:
+        raise _Usage(f"{path}: {exc}") from None
+    try:
+        rec = recorded(path)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    try:
+        dev = args.device or (device(rec["device"]) if "device" in rec else "cpu")
+    except argparse.ArgumentTypeError as exc:
+        raise _Usage(f"{path.parent / 'divergence.json'}: device {exc}") from None
+    return (program, args.engine or rec.get("engine", "refimpl"),
+            args.oracle or rec.get("oracle", "torch"), dev,
+            bool(rec) and not (args.engine and args.oracle))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from ..engines import EngineError, load_engine
+    from ..reports.replay import print_replay
+    jobs = [(path, *_load(path, args)) for path in program_files(args.file)]
+    try:        # each engine loaded here first: a bad name is one line before any worker
+        needed = [(spec, dev) for _, _, engine, oracle, dev, _ in jobs
+                  for spec in (engine, oracle)]
+        for spec, dev in dict.fromkeys(needed):
+            load_engine(spec, dev)
+    except EngineError as exc:
+        raise _Usage(str(exc)) from None
+    if len(jobs) == 1:
+        path, program, engine, oracle, dev, as_recorded = jobs[0]
+        if as_recorded:
+            print(f"replaying on {engine} against {oracle}, as recorded")
+        try:
+            return print_replay(program, replay(program, engine, oracle, dev, args.timeout),
+                                engine)
+        except EngineError as exc:
+            raise _Usage(str(exc)) from None
+    return _replay_many(jobs, args)
+
+
+def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
+    from ..engines import EngineError
+    from ..reports.progress import Bar
+    counts = {"agree": 0, "diverge": 0, "could not judge": 0}
+    worst = 0
+    with Bar(len(jobs), "programs", "replay", False if args.quiet else None) as bar:
+        for path, program, engine, oracle, dev, _ in jobs:
+            try:
+                result = replay(program, engine, oracle, dev, args.timeout)
+            except EngineError as exc:
+                raise _Usage(str(exc)) from None
+            code, line = _verdict(result)
+            counts[("agree", "diverge", "", "could not judge")[code]] += 1
+            worst = max(worst, code)
+            bar.advance(note=f"{counts['diverge']} diverge")
+            print(f"{path}: {engine} vs {oracle}: {line}", flush=True)
+    print(f"replayed {len(jobs)} programs: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return worst
+
+
+def _verdict(result: dict[str, Any]) -> tuple[int, str]:
+    """A replay's exit status (0, 1 or 3) and its line."""
+    from ..judge.compare import HARNESS, Divergence
+    if "internal" in result:
+        return 3, "could not judge: a gradspec error: " + \
+            (result["internal"].strip().splitlines() or [""])[-1]
+    if "oracle_failure" in result:
+        return 3, f"could not judge: {result['oracle_failure']}"
+    if "failure" in result:
+        div = Divergence.from_json(result["failure"])
+        return 3, f"could not judge: {div.what} at statement {div.path}: {div.engine}"
+    found = [Divergence.from_json(d) for d in result["divergences"]]
+    if any(d.what == HARNESS for d in found):
+        return 3, f"could not judge: {next(d for d in found if d.what == HARNESS)}"
+    if not found:
+        return 0, "no divergence"
+    first = found[0]
+    cite = f" [{first.primary}]" if first.primary else ""
+    return 1, (f"{len(found)} divergence(s); first: statement {first.path} ({first.op}) "
+               f"{first.what}{cite}")
+
+
+def replay(program: Program, engine_spec: str, oracle_spec: str, device: str = "cpu",
+           timeout: float = 10.0) -> dict[str, Any]:
+    """Run one program on the oracle and the engine in a worker process, as a campaign does:
+    {"oracle", "engine" (traces), "divergences", "names"}, or for a crash or hang
+    {"failure": a Divergence at the statement that was running} or {"oracle_failure": why},
+    or {"internal": a gradspec traceback}. An engine that cannot load is an EngineError."""
+    from . import worker  # on use: `gradspec --help` and the other commands need neither
+    from .pool import Pool, PoolError, Task, context
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    out: dict[str, Any] = {}
+    stmts = dict(program.walk())
+
+    def failure(task: Task, what: str, detail: str, who: str, path: str) -> dict[str, Any]:
+        r = worker.failure(None, what, detail, who, path)
+        if "failure" in r and path in stmts:
+            r["failure"].update(op=stmts[path].op, clauses=list(stmts[path].clauses))
+        return r
+
+    pool = Pool(context([engine_spec, oracle_spec], device), 1, worker.setup,
+                (engine_spec, oracle_spec, device, {}), worker.work, failure)
+    try:
+        pool.run([Task(0, ("program", program.to_json()), timeout)],
+                 lambda task, result: out.update(result))
+    except PoolError as exc:
+        raise EngineError(str(exc)) from None
+    return out
