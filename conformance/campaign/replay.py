@@ -1,9 +1,9 @@
 """`gradspec replay PATH [PATH ...]`: saved programs rerun on an engine and the oracle, each in a
 worker process as a campaign runs each of its programs (`replay`).
 
-A PATH is a program.json, a divergence folder holding one, or a folder of such folders (a
-run's `divergences/`, or the whole output folder: every `program.json` below it, in path
-order). Every program is read and validated, and every engine named loaded, before any runs:
+A PATH is a program.json, a divergence folder holding one, or a folder of such folders: a
+run's `divergences/`, or the run's output folder (the program.json files one or two levels
+below it, in path order). Every program is read and validated, and every engine named loaded, before any runs:
 a mistake in any of them is one line and exit 2. One program prints the traces side by side
 (reports/replay.py); several print one line each, under a progress line on a terminal, and a
 count. Each runs on the engine, oracle and device its folder's divergence.json records unless
@@ -35,7 +35,7 @@ class _Usage(Exception):
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="+", help="a program.json, a divergence folder holding one, "
-                   "or a folder of them (every program.json below it)")
+                   "or a folder of them (the program.json files one or two levels below it)")
     p.add_argument("--engine", default=None, help="engine to run them on (default: the one "
                    "divergence.json beside each program records, else refimpl)")
     p.add_argument("--oracle", default=None, help="the reference (default: as recorded, else "
@@ -63,10 +63,11 @@ def program_files(paths: list[str]) -> list[Path]:
     for text in paths:
         path = Path(text)
         if path.is_dir() and not (path / "program.json").is_file():
-            below = sorted(path.rglob("program.json"))
+            # a run's divergences/ (one level down) or the run's --out folder (two levels)
+            below = sorted({*path.glob("*/program.json"), *path.glob("*/*/program.json")})
             if not below:
-                raise _Usage(f"cannot read {path / 'program.json'}: no such file, and no "
-                             f"folder below {path} holds one")
+                raise _Usage(f"cannot read {path / 'program.json'}: no such file, nor in the "
+                             f"folders one or two levels below {path}")
             found.update(dict.fromkeys(below))
         else:
             found[path / "program.json" if path.is_dir() else path] = None

@@ -93,18 +93,22 @@ def test_replay_of_several_programs_shows_progress_and_a_line_each(tmp_path):
 def test_replay_of_several_programs_exits_with_the_worst(tmp_path, capsys):
     from conformance.cli import main
     from tests.conformance.test_executor import sample, saved_output
+    run = tmp_path / "out" / "divergences"        # as a run writes them
     for name, program in (("a", saved_output()), ("b", sample())):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "program.json").write_text(program.dumps())
-    assert main(["replay", str(tmp_path / "a"), str(tmp_path / "b"), "--engine",
+        (run / name).mkdir(parents=True)
+        (run / name / "program.json").write_text(program.dumps())
+    assert main(["replay", str(run / "a"), str(run / "b"), "--engine",
                  f"{MOD}:no_leaf_check"]) == 1
     out = capsys.readouterr().out
     assert "b/program.json: " in out and "divergence(s); first: statement" in out
     assert "[INPLACE-1]" in out and out.strip().endswith("1 agree, 1 diverge, 0 could not judge")
+    # the run's output folder: its programs two levels down, in path order
+    assert main(["replay", str(tmp_path / "out"), "--engine", f"{MOD}:no_leaf_check"]) == 1
+    assert capsys.readouterr().out == out
     # a bad file among them: one line, exit 2, nothing run
-    (tmp_path / "c").mkdir()
-    (tmp_path / "c" / "program.json").write_text(json.dumps({"gradspec_program": 99}))
-    assert main(["replay", str(tmp_path), "--engine", "torch"]) == 2
+    (run / "c").mkdir()
+    (run / "c" / "program.json").write_text(json.dumps({"gradspec_program": 99}))
+    assert main(["replay", str(run), "--engine", "torch"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
 
