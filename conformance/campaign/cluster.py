@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..engines import EngineError
-from .programs import Interrupted, check_programs, failing
+from .programs import Interrupted, check_programs, failing, program_pool
 
 CONNECT_SECONDS = 10.0      # how long to wait for the scheduler before giving up
 SLICES_PER_THREAD = 4       # slices per worker thread: balance against per-slice start-up
@@ -77,7 +78,29 @@ def run_slice(engine_spec: str, oracle_spec: str, device: str, seeds: list[int],
         raise ClusterError(DAEMONIC)
     _warm(engine_spec, oracle_spec, device)
     return check_programs(engine_spec, oracle_spec, device, seeds, 1, timeout, options, shrink,
-                          None)
+                          None, _kept_pool(engine_spec, oracle_spec, device, timeout, options,
+                                           shrink))
+
+
+_KEPT = threading.local()
+
+
+def _kept_pool(engine_spec: str, oracle_spec: str, device: str, timeout: float,
+               options: dict[str, Any], shrink: bool) -> Any:
+    """This thread's pool of one worker for the campaign, kept from slice to slice, as `gradspec
+    run -n 1` keeps its worker from program to program: a fresh child per slice would pay the
+    engines' first-call costs again (about 0.3 s on torch). Another campaign's pool is closed."""
+    key = (engine_spec, oracle_spec, device, timeout, shrink,
+           *(options[k] for k in sorted(options)))
+    kept = getattr(_KEPT, "pool", None)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    if kept is not None:
+        kept[1].__exit__(None, None, None)
+    pool = program_pool(engine_spec, oracle_spec, device, 1, timeout, options, shrink)
+    pool.__enter__()
+    _KEPT.pool = (key, pool)
+    return pool
 
 
 _WARM: set[tuple[str, str, str]] = set()

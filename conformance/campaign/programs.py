@@ -24,19 +24,31 @@ class Interrupted(KeyboardInterrupt):
         self.results = results
 
 
+def program_pool(engine_spec: str, oracle_spec: str, device: str, jobs: int, timeout: float,
+                 options: dict[str, Any], shrink: bool) -> Pool:
+    """The pool check_programs runs a campaign's programs in: a divergent program's result is
+    followed by its shrinking, in a fresh worker."""
+    def follow(task: Task, result: dict[str, Any]) -> Task | None:
+        if shrink and task.payload[0] == "check" and result.get("divergences"):
+            return Task(task.index, ("shrink", task.payload[1]), 3 * timeout, result)
+        return None
+
+    return Pool(context([engine_spec, oracle_spec], device), jobs, worker.setup,
+                (engine_spec, oracle_spec, device, options), worker.work,
+                lambda task, what, detail, who, path: worker.failure(
+                    task.partial, what, detail, who, path), follow)
+
+
 def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int],
                    jobs: int, timeout: float, options: dict[str, Any], shrink: bool,
-                   progress: Progress | None) -> list[dict[str, Any] | None]:
+                   progress: Progress | None, pool: Pool | None = None
+                   ) -> list[dict[str, Any] | None]:
     """Each program run in `jobs` worker processes, a divergent one shrunk (`options`: the
-    workers', campaign/worker.py); results in seed order, crashes and hangs unshrunk."""
+    workers', campaign/worker.py); results in seed order, crashes and hangs unshrunk. `pool`:
+    a program_pool of the same arguments whose workers are kept (`with pool:`) to use."""
     results: list[dict[str, Any] | None] = [None] * len(seeds)
     counts = {"done": 0, "failing": 0}
     start = time.monotonic()
-
-    def follow(task: Task, result: dict[str, Any]) -> Task | None:
-        if shrink and task.payload[0] == "check" and result.get("divergences"):
-            return Task(task.index, ("shrink", seeds[task.index]), 3 * timeout, result)
-        return None
 
     def finish(task: Task, result: dict[str, Any]) -> None:
         if task.partial and not (result.get("divergences") or result.get("failure")):
@@ -47,10 +59,8 @@ def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[
         if progress:
             progress(counts["done"], len(seeds), counts["failing"], time.monotonic() - start)
 
-    pool = Pool(context([engine_spec, oracle_spec], device), jobs, worker.setup,
-                (engine_spec, oracle_spec, device, options), worker.work,
-                lambda task, what, detail, who, path: worker.failure(
-                    task.partial, what, detail, who, path), follow)
+    if pool is None:
+        pool = program_pool(engine_spec, oracle_spec, device, jobs, timeout, options, shrink)
     try:
         pool.run([Task(i, ("check", s), timeout) for i, s in enumerate(seeds)], finish)
     except PoolError as exc:

@@ -3,11 +3,11 @@ worker process as a campaign runs each of its programs (`replay`).
 
 A PATH is a program.json, a divergence folder holding one, or a folder of such folders: a
 run's `divergences/`, or the run's output folder (the program.json files one or two levels
-below it, in path order). Every program is read and validated, and every engine named loaded, before any runs:
-a mistake in any of them is one line and exit 2. One program prints the traces side by side
-(reports/replay.py); several print one line each, under a progress line on a terminal, and a
-count. Each runs on the engine, oracle and device its folder's divergence.json records unless
---engine, --oracle or --device say otherwise.
+below it, in path order). Every program is read and validated, and every engine named
+loaded, before any runs: a mistake in any of them is one line and exit 2. One program prints
+the traces side by side (reports/replay.py); several print one line each, under a progress
+line on a terminal, and a count. Each runs on the engine, oracle and device its folder's
+divergence.json records unless --engine, --oracle or --device say otherwise.
 
 Exit status: the worst of the programs': 3 could not judge one (a crash, a hang, the oracle's
 failure, a harness error), else 1 if one diverges, else 0.
