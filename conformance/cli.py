@@ -180,6 +180,9 @@ def _configure_engines(p: argparse.ArgumentParser) -> None:
     p.add_argument("--probe", action="store_true", help="also probe every capability against "
                    "the oracle: declared ones that fail, absent ones that work")
     p.add_argument("--oracle", default="torch", help="the oracle for --probe (default torch)")
+    p.add_argument("--engine", action="append", default=None, metavar="ENGINE",
+                   help="list (and probe) only this engine: a name or package.module:factory; "
+                   "repeatable")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -197,7 +200,13 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 
         def probe(engine):
             return [r.to_json() for r in check_declarations(engine, oracle, absent_only=False)]
-    rows = list_engines(probe)
+    if args.engine:     # named engines must load: one line, exit 2, as for `run`
+        for name in args.engine:
+            try:
+                load_engine(name)
+            except EngineError as exc:
+                raise UsageError(str(exc)) from None
+    rows = list_engines(probe, args.engine)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

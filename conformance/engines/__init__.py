@@ -32,7 +32,7 @@ from collections.abc import Callable
 from importlib import metadata
 
 from ..spec.reader import CAPABILITIES
-from .base import Engine
+from .base import Engine, unimplemented
 
 DEVICES = ("cpu", "cuda")
 GRANULARITIES = ("statement", "segment", "program")
@@ -180,6 +180,11 @@ def _checked(spec: str, engine: object) -> Engine:
     if unknown:     # a typo would silently turn clauses "not applicable"
         raise EngineError(f"engine {spec!r}: unknown capabilities {', '.join(unknown)} (the "
                           f"vocabulary is in spec/README.md)")
+    lacking = unimplemented(engine, frozenset(caps) | {"core"})
+    if lacking:     # a declared capability without its methods fails mid-run, every program
+        raise EngineError(f"engine {spec!r}: declares capabilities whose methods it does not "
+                          f"implement: {'; '.join(lacking)} (docs/engines.md lists what each "
+                          f"capability needs)")
     for attr in ("name", "version", "device"):
         if not isinstance(getattr(engine, attr, None), str):
             raise EngineError(f"engine {spec!r}: attribute {attr!r} must be a string")
@@ -199,14 +204,19 @@ def _try_load(name: str, device: str) -> tuple[Engine | None, str]:
         return None, f"engine {name!r}: {_one_line(exc)}"
 
 
-def list_engines(probe: Callable[[Engine], list[dict]] | None = None) -> list[dict]:
-    """What `gradspec engines` shows: every built-in and entry-point engine, loaded on cpu and
-    cuda; a broken one is a row with a one-line `error`, never an exception. With `probe`,
-    each row that loaded gets `probes`: probe(engine), the capability probes' results (the
-    command line passes conformance/judge/probes.py's check_declarations against an oracle)."""
+def list_engines(probe: Callable[[Engine], list[dict]] | None = None,
+                 only: list[str] | None = None) -> list[dict]:
+    """What `gradspec engines` shows: every built-in and entry-point engine (or the engines
+    `only` names: names or package.module:factory paths), loaded on cpu and cuda; a broken one
+    is a row with a one-line `error`, never an exception. With `probe`, each row that loaded
+    gets `probes`: probe(engine), the capability probes' results (the command line passes
+    conformance/judge/probes.py's check_declarations against an oracle)."""
     names = {n: "built-in" for n in builtin_names()}
     rows: list[dict] = []
-    for ep in entry_points():
+    if only is not None:
+        names = {n: names.get(n) or ("import path" if ":" in n else "entry point")
+                 for n in dict.fromkeys(only)}
+    for ep in entry_points() if only is None else ():
         dist = getattr(ep, "dist", None)
         where = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
         if ep.name in names:

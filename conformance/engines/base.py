@@ -43,6 +43,46 @@ Handle = Any        # the engine's hook handle type
 Number = int | float
 
 
+# capability (spec/README.md) -> the Engine methods the statements and observables it allows
+# call: an engine that declares the capability implements each (load_engine checks it, and
+# docs/engines.md lists them; tests/conformance/test_engines.py checks this table against what
+# the statement kinds call). `core` is every engine's.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "core": ("leaf", "call", "detach", "data", "requires_grad_", "backward",
+             "autograd_backward", "set_grad", "to_list", "get_grad", "is_leaf",
+             "requires_grad", "shape", "dtype"),
+    "grad_fn": ("grad_fn_name", "next_functions"),
+    "retain_grad": ("retain_grad", "retains_grad"),
+    "hooks": ("register_hook", "remove_hook"),
+    "post_accumulate_hooks": ("register_post_accumulate_grad_hook", "remove_hook"),
+    "node_hooks": ("register_node_hook", "remove_hook"),
+    "version_counter": ("version_counter",),
+    "views": ("view", "getitem"),
+    "inplace": ("inplace", "setitem"),
+    "autograd_grad": ("autograd_grad",),
+    "grad_modes": ("grad_mode", "grad_mode_decorator", "is_grad_enabled"),
+    "retain_graph": (),
+    "warnings": (),                 # classify_warning has a default: the spec's own table
+    "backward_inputs": (),
+}
+
+
+def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> list[str]:
+    """The methods `engine` lacks for the `capabilities` it declares, as 'capability: method',
+    in NEEDS order: absent, or (an Engine subclass) not overridden from Engine, whose versions
+    raise NotImplementedError."""
+    missing = []
+    for cap, methods in NEEDS.items():
+        if cap not in capabilities:
+            continue
+        for m in methods:
+            own = getattr(type(engine), m, None)
+            if not callable(getattr(engine, m, None)) or (
+                    isinstance(engine, Engine) and own is getattr(Engine, m)):
+                missing.append(f"{cap}: {m}")
+    return missing
+
+
 class Engine(ABC):
     name: str = "?"                     # as chosen on the command line, e.g. "refimpl"
     version: str = "?"                  # the engine's version string

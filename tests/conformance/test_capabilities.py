@@ -3,6 +3,8 @@ capability that fails, an absent one that works, and clauses needing a missing c
 reported as n/a, never as pass."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conformance.capabilities import PROBES, check_declarations, probe, probe_program
@@ -83,8 +85,9 @@ def test_a_run_reports_capability_checks_and_na_clauses(tmp_path, capsys):
     report = run_campaign(f"{MOD}:modest", "torch", count=4, size=12, out_dir=tmp_path,
                           progress=None)
     checks = {c["capability"]: c["verdict"] for c in report.capability_checks}
-    assert checks == {"hooks": "declared absent but works",
-                      "warnings": "declared absent but works"}
+    assert {c: v for c, v in checks.items() if v != "ok"} == {
+        "hooks": "declared absent but works", "warnings": "declared absent but works"}
+    assert checks["core"] == checks["views"] == "ok"        # the declared ones are probed too
     spec = load_spec()
     for cid, row in report.clauses.items():
         c = spec.clauses[cid]
@@ -101,3 +104,30 @@ def test_probing_can_be_turned_off(tmp_path):
     report = run_campaign(f"{MOD}:modest", "torch", count=1, size=6, out_dir=tmp_path,
                           progress=None, probe=False)
     assert report.capability_checks == []
+
+
+def test_a_run_reports_a_declared_capability_that_fails(tmp_path, capsys):
+    """`gradspec run` probes what the engine declares as well as what it declares absent, and
+    prints a declared capability whose probe fails."""
+    from conformance.runner import print_summary
+    report = run_campaign(f"{MOD}:boastful", "torch", count=2, size=8, out_dir=tmp_path,
+                          progress=None)
+    checks = {c["capability"]: c for c in report.capability_checks}
+    assert checks["hooks"]["verdict"] == "declared but fails" and checks["hooks"]["declared"]
+    print_summary(report, tmp_path)
+    assert "capability hooks: declared but fails: statement" in capsys.readouterr().out
+
+
+def test_engines_probe_takes_an_import_path(capsys):
+    from conformance.cli import main
+    assert main(["engines", "--probe", "--engine", f"{MOD}:boastful", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == [f"{MOD}:boastful"]
+    assert rows[0]["source"] == "import path"
+    verdicts = {p["capability"]: p["verdict"] for p in rows[0]["probes"]}
+    assert verdicts["hooks"] == "declared but fails" and verdicts["core"] == "ok"
+    assert main(["engines", "--engine", "refimpl", "--engine", "refimpl"]) == 0
+    assert capsys.readouterr().out.count("refimpl ") == 1
+    assert main(["engines", "--engine", "no.such.module:engine"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot import no.such" in err[0]

@@ -78,3 +78,114 @@ def test_entry_point_engines(monkeypatch):
         load_engine("broken")
     assert "\n" not in str(info.value)
     assert load_engine("torch").name == "torch"    # a broken plugin breaks nothing else
+
+
+# ---- what each capability needs (engines/base.py: NEEDS) ---------------------------------------
+
+class _Minimal(Engine):
+    """The abstract methods and nothing else: `core` needs `data` and `autograd_backward` too."""
+    capabilities = frozenset({"core"})
+
+    def leaf(self, values, shape, dtype, requires_grad): ...
+    def call(self, fn, args, kw): ...
+    def detach(self, t): ...
+    def requires_grad_(self, t, value): ...
+    def backward(self, t, gradient, retain_graph, inputs): ...
+    def set_grad(self, t, value): ...
+    def to_list(self, t): ...
+    def get_grad(self, t): ...
+    def is_leaf(self, t): ...
+    def requires_grad(self, t): ...
+    def shape(self, t): ...
+    def dtype(self, t): ...
+
+
+class _Core(_Minimal):
+    def data(self, t): ...
+    def autograd_backward(self, tensors, grad_tensors, retain_graph): ...
+
+
+class _HooksDeclared(_Core):
+    capabilities = frozenset({"core", "hooks", "views"})
+
+    def register_hook(self, t, fn): ...
+    def view(self, target, fn, kw): ...
+
+
+def minimal(device="cpu"):
+    return _Minimal()
+
+
+def core(device="cpu"):
+    return _Core()
+
+
+def hooks_declared(device="cpu"):
+    return _HooksDeclared()
+
+
+HERE = "tests.conformance.test_engines"
+
+
+@pytest.mark.parametrize("factory, lacking", [
+    ("minimal", "core: data; core: autograd_backward"),
+    ("hooks_declared", "hooks: remove_hook; views: getitem"),
+])
+def test_a_declared_capability_must_have_its_methods(factory, lacking):
+    with pytest.raises(EngineError) as info:
+        load_engine(f"{HERE}:{factory}")
+    text = str(info.value)
+    assert "\n" not in text and lacking in text and "docs/engines.md" in text
+
+
+def test_the_core_methods_are_enough_for_core():
+    assert load_engine(f"{HERE}:core").capabilities == {"core"}
+
+
+def test_every_shipped_engine_implements_what_it_declares():
+    from conformance.engines import builtin_names
+    from conformance.engines.base import unimplemented
+    for name in builtin_names():
+        try:
+            e = load_engine(name)       # load_engine itself refuses one that does not
+        except EngineError as exc:
+            assert "declares capabilities" not in str(exc), exc
+            continue
+        assert unimplemented(e, e.capabilities) == [], name
+
+
+def test_the_table_of_needs_covers_what_the_statements_call():
+    """Every engine method a statement kind's code calls (`x.e.METHOD(`) or an observable
+    reads is in NEEDS under one of the capabilities the kind (or observable) needs, and every
+    method NEEDS names is one of Engine's: the table cannot drift from the kinds."""
+    import inspect
+    import re
+
+    from conformance.engines.base import NEEDS
+    from conformance.kinds import KINDS
+    from conformance.kinds.observe import TABLE
+    for cap, methods in NEEDS.items():
+        assert all(callable(getattr(Engine, m, None)) for m in methods), cap
+    ignore = {"classify_error", "classify_warning"}      # with defaults: every engine has them
+    for name, k in KINDS.items():
+        called = set(re.findall(r"\bx\.e\.(\w+)\(", inspect.getsource(type(k)))) - ignore
+        allowed = {m for c in ("core", *k.caps) for m in NEEDS.get(c, ())}
+        assert called <= allowed, (name, sorted(called - allowed))
+    for what, o in TABLE.items():
+        probe = _Recorder()
+        o.read(probe, object())
+        allowed = {m for c in ("core", o.cap) for m in NEEDS.get(c, ())}
+        assert set(probe.calls) <= allowed, (what, probe.calls)
+
+
+class _Recorder:
+    """An engine stand-in that records which methods are called."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def method(*args, **kw):
+            self.calls.append(name)
+            return [] if name in ("shape", "next_functions") else None
+        return method
