@@ -1,4 +1,5 @@
-"""The engine adapter interface: what a third party implements to run gradspec on its engine.
+"""The engine adapter interface: what a third party implements to run gradspec on its engine
+(docs/engines.md is the guide: conventions, what each capability needs, a worked example).
 
 An adapter wraps one engine on one device. The executor (conformance/executor.py) drives it
 one program statement at a time (conformance/program.py) and never touches engine objects
@@ -95,7 +96,8 @@ class Engine(ABC):
     @abstractmethod
     def leaf(self, values: Sequence[float], shape: Sequence[int], dtype: str,
              requires_grad: bool) -> Tensor:
-        """A new tensor (dtype 'float32' or 'float64'); `values` is flat, row-major."""
+        """A new tensor; `values` is flat, row-major; dtype 'float32', 'float64', 'int64'
+        (small integers) or 'bool' (docs/engines.md, the program language)."""
 
     @abstractmethod
     def call(self, fn: str, args: Sequence[Tensor | Number], kw: dict[str, Any]) -> Tensor:
@@ -200,7 +202,7 @@ class Engine(ABC):
 
     @abstractmethod
     def dtype(self, t: Tensor) -> str:
-        """'float32' or 'float64'."""
+        """'float32', 'float64', 'int64' or 'bool'."""
 
     def grad_fn_name(self, t: Tensor) -> str | None:
         raise NotImplementedError
