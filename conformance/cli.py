@@ -69,7 +69,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="refimpl", help="engine under test: a name or "
                    "package.module:factory (default refimpl)")
     _campaign_options(p, 300, "programs", "gradspec-out")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", type=_address,
                    help="run the programs on the Dask cluster whose scheduler is at ADDRESS "
                    "(tcp://host:8786) instead of local worker processes; needs "
                    "gradspec[cluster] (README.md, 'Campaigns on a cluster')")
@@ -90,6 +90,14 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="judge these conformance classes (core, torch-observable, diagnostics) "
                    "instead of those the engine claims; divergences of the others are not "
                    "applicable")
+
+
+def _address(text: str) -> str:
+    """An argparse `type=`: a scheduler address, not empty (an unset $VAR must not mean a
+    local run); its form is checked on use (campaign/cluster.py, check_address)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give host:port or tcp://host:port")
+    return text.strip()
 
 
 def _classes(text: str) -> tuple[str, ...]:
@@ -136,10 +144,10 @@ def _import_source(path: str):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .campaign.cluster import ClusterError
+    from .campaign.cluster import ClusterFailed, ClusterUnusable
     from .campaign.runner import CampaignInterrupted, default_source, run_campaign
     from .engines import EngineError
-    from .reports.report import MAX_UNJUDGED, print_summary
+    from .reports.report import EXIT_UNJUDGED, MAX_UNJUDGED, print_summary
     if args.scheduler and args.jobs != 1:
         raise UsageError("-n/--jobs and --scheduler exclude each other: the cluster's workers "
                          "set how many programs run at once")
@@ -153,8 +161,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               shrink=not args.no_shrink, source=source, xfails=xfails,
                               probe=not args.no_probe, max_unjudged=unjudged,
                               classes=args.classes, scheduler=args.scheduler)
-    except (EngineError, ClusterError) as exc:
+    except (EngineError, ClusterUnusable) as exc:
         raise UsageError(str(exc)) from None
+    except ClusterFailed as exc:        # mid-run: nothing wrong with the input, no verdict
+        _error(exc)
+        return EXIT_UNJUDGED
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
     except CampaignInterrupted as stop:

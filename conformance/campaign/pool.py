@@ -139,7 +139,10 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
         conn.send(("fatal", -1, f"{exc}"))
         return
     while True:
-        task = conn.recv()
+        try:
+            task = conn.recv()
+        except EOFError:        # the parent closed the pipe (it is shutting down): done
+            return
         if task is None:
             return
         index, payload = task
@@ -256,6 +259,9 @@ class Pool:
         queue = list(reversed(tasks))
         want = max(1, min(self.jobs, len(tasks)))
         kept = self._kept or []
+        for slot in [s for s in kept if not s.proc.is_alive()]:     # died while idle (the
+            kept.remove(slot)                                       # OOM killer): replaced
+            slot.stop(kill=True)
         slots = kept[:want] + [_Slot(self) for _ in range(want - len(kept))]
         del kept[:want]
         try:

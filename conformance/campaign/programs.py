@@ -74,3 +74,43 @@ def failing(result: dict[str, Any]) -> bool:
     """Whether a program's result counts as failing in the progress line (the oracle's own
     failures do not)."""
     return bool(result.get("divergences") or result.get("failure") or result.get("internal"))
+
+
+def probe_isolated(engine_spec: str, oracle_spec: str, device: str, timeout: float,
+                   capabilities: list[str]) -> list[dict[str, Any]]:
+    """The capability probes (judge/probes.py) run in a worker process, one per capability, so
+    that an engine that crashes or hangs on a probe program does not take gradspec with it: a
+    capability whose probe crashed or hung the engine does not work (works False), one that
+    crashed the oracle is unprobed."""
+    out: list[dict[str, Any]] = [{} for _ in capabilities]
+
+    def failure(task: Task, what: str, detail: str, who: str, path: str) -> dict[str, Any]:
+        verb = {"crash": "crashed", "timeout": "hung"}.get(what, what)
+        return {"failed": f"{who} {verb} on the probe program"
+                          f"{f' at statement {path}' if path else ''}: {detail}"[:300],
+                "who": who}
+
+    def finish(task: Task, result: dict[str, Any]) -> None:
+        out[task.index] = result
+    pool = Pool(context([engine_spec, oracle_spec], device), 1, worker.setup,
+                (engine_spec, oracle_spec, device, {}), worker.work, failure)
+    try:
+        pool.run([Task(i, ("probe", c), timeout) for i, c in enumerate(capabilities)], finish)
+    except PoolError as exc:
+        raise EngineError(str(exc)) from None
+    from ..engines import load_engine
+    declared = load_engine(engine_spec, device).capabilities
+    results = []
+    for cap, r in zip(capabilities, out, strict=True):
+        if "probe" in r:
+            results.append(r["probe"])
+            continue
+        works = None if r.get("who") == "the oracle" or "failed" not in r else False
+        detail = r.get("failed") or (r.get("internal") or "no result").strip().splitlines()[-1]
+        is_declared = cap in declared
+        verdict = "unprobed" if works is None else (
+            "ok" if works == is_declared else
+            "declared but fails" if is_declared else "declared absent but works")
+        results.append({"capability": cap, "declared": is_declared, "works": works,
+                        "detail": detail, "verdict": verdict})
+    return results

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def program_files(paths: list[str]) -> list[Path]:
     """The program.json files the PATHs name, in the order given (each folder's in path
     order), each once."""
-    found: dict[Path, None] = {}
+    found: dict[Path, Path] = {}       # resolved -> as given: each file once, however named
     for text in paths:
         path = Path(text)
         if path.is_dir() and not (path / "program.json").is_file():
@@ -68,10 +68,12 @@ def program_files(paths: list[str]) -> list[Path]:
             if not below:
                 raise _Usage(f"cannot read {path / 'program.json'}: no such file, nor in the "
                              f"folders one or two levels below {path}")
-            found.update(dict.fromkeys(below))
+            for f in below:
+                found.setdefault(f.resolve(), f)
         else:
-            found[path / "program.json" if path.is_dir() else path] = None
-    return list(found)
+            f = path / "program.json" if path.is_dir() else path
+            found.setdefault(f.resolve(), f)
+    return list(found.values())
 
 
 def _load(path: Path, args: argparse.Namespace) -> tuple[Any, str, str, str, bool]:
@@ -128,14 +130,13 @@ def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
     with Bar(len(jobs), "programs", "replay", False if args.quiet else None) as bar:
         for path, program, engine, oracle, dev, _ in jobs:
             try:
-                result = replay(program, engine, oracle, dev, args.timeout)
-            except EngineError as exc:
-                raise _Usage(str(exc)) from None
-            code, line = _verdict(result)
+                code, line = _verdict(replay(program, engine, oracle, dev, args.timeout))
+            except EngineError as exc:      # its workers could not start the engines
+                code, line = 3, f"could not judge: {exc}"
             counts[("agree", "diverge", "", "could not judge")[code]] += 1
             worst = max(worst, code)
             bar.advance(note=f"{counts['diverge']} diverge")
-            print(f"{path}: {engine} vs {oracle}: {line}", flush=True)
+            bar.write(f"{path}: {engine} vs {oracle}: {line}")
     print(f"replayed {len(jobs)} programs: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     return worst
 

@@ -26,7 +26,6 @@ from typing import Any
 from ..engines import EngineError, load_engine
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness
-from ..judge.probes import check_declarations
 from ..judge.verdict import attribute, claimed, group, lead, verdict
 from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
@@ -44,12 +43,12 @@ from ..reports.report import (
     set_statuses,
     write_divergence,
 )
-from ..spec.reader import load_spec
+from ..spec.reader import CAPABILITIES, load_spec
 from . import worker
 from .failures import shrink_failures
 from .outdir import Staging
 from .pool import Pool, PoolError, context
-from .programs import Interrupted, Progress, check_programs, failing  # noqa: F401 - API
+from .programs import Interrupted, Progress, check_programs, failing, probe_isolated  # noqa: F401 - API
 from .replay import replay  # noqa: F401 - part of this module's API (moved to replay.py)
 from .worker import ProgramSource, check  # noqa: F401 - check: part of this module's API
 
@@ -89,9 +88,12 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
     options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout,
                "classes": classes}
     if scheduler:
+        from .. import __version__
         from .cluster import run_on_cluster
+        versions = (__version__, load_engine(engine_spec, device).version,
+                    load_engine(oracle_spec, device).version)
         results = run_on_cluster(scheduler, engine_spec, oracle_spec, device, seeds, timeout,
-                                 options, shrink, progress)
+                                 options, shrink, progress, versions)
     else:
         results = check_programs(engine_spec, oracle_spec, device, seeds, jobs, timeout,
                                  options, shrink, progress)
@@ -143,12 +145,14 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     staging = Staging(out_dir)      # fails now, not after the run, if OUT cannot be written
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
                     spec.version, seed, count, size, jobs, capabilities=sorted(caps),
-                    timeout=timeout, max_unjudged=max_unjudged, classes=list(claims))
+                    timeout=timeout, max_unjudged=max_unjudged, classes=list(claims),
+                    scheduler=scheduler or "")
     start = time.monotonic()
     try:
         if probe:
-            report.capability_checks = [r.to_json() for r in check_declarations(  # all of
-                engine, oracle, absent_only=False)]     # them: a declared one may fail too
+            # all of them (a declared one may fail too), in a worker: a probe may crash it
+            report.capability_checks = probe_isolated(engine_spec, oracle_spec, device,
+                                                      timeout, list(CAPABILITIES))
         seeds = program_seeds(seed, count)
         bar = CampaignProgress() if progress is True else None
         try:

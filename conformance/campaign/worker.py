@@ -141,11 +141,14 @@ def setup(progress: Progress, engine_spec: str, oracle_spec: str, device: str,
 def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress: Progress,
          keep: Callable[[Any], None]) -> tuple[dict[str, Any], bool]:
     """One task: ("check", seed) runs the seed's program unshrunk; ("shrink", seed) runs and
-    shrinks it; ("program", program JSON) runs a given program (a replay). Returns (result,
-    whether the worker must retire)."""
+    shrinks it; ("program", program JSON) runs a given program (a replay); ("probe",
+    capability) probes a capability. Returns (result, whether the worker must retire)."""
     runs, opt = state
     what, arg = payload
     try:
+        if what == "probe":         # capability `arg` probed (judge/probes.py), in a worker
+            from ..judge.probes import probe
+            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, True
         if what == "program":
             program = Program.from_json(arg)
             o, e, found = runs.judge(program)

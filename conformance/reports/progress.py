@@ -46,6 +46,13 @@ class Bar:
         if note is not None:
             self._bar.set_postfix_str(note, refresh=False)
 
+    def write(self, line: str) -> None:
+        """Print `line` on stdout without breaking the progress line (it is redrawn below)."""
+        if self._bar.disable:
+            print(line, flush=True)
+        else:
+            self._bar.write(line, file=sys.stdout)
+
     def advance(self, n: int = 1, note: str | None = None) -> None:
         self.to(self._bar.n + n, note)
 

@@ -166,6 +166,7 @@ class Report:
     max_unjudged: float = MAX_UNJUDGED
     complete: bool = True                   # False: interrupted, `programs` of `count` ran
     folder: str = ""                        # where report.json is
+    scheduler: str = ""                     # the Dask scheduler it ran on (campaign/cluster.py)
 
     @property
     def exit_code(self) -> int:

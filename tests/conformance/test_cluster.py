@@ -51,7 +51,10 @@ def cluster(tmp_path_factory):
     os.environ[KILL_MARK] = str(mark)           # before the workers start: they inherit it
     os.environ[SPARE] = str(os.getpid())
     try:
-        with _cluster(daemon=False) as c:
+        # the setting stays for the fixture's life: a nanny restarting a killed worker reads
+        # the configuration of that moment
+        with dask.config.set({"distributed.worker.daemon": False}), \
+                _cluster(daemon=False) as c:
             yield c, mark
     finally:
         os.environ.pop(KILL_MARK, None)
@@ -60,10 +63,10 @@ def cluster(tmp_path_factory):
 
 def _report(folder: Path) -> dict:
     """report.json with what may differ between two runs of the same seeds left out: the time
-    taken, the folder's name (in every path), the jobs asked for."""
+    taken, the folder's name (in every path), the jobs asked for, the scheduler."""
     text = (folder / "report.json").read_text().replace(str(folder), "OUT")
     data = json.loads(text)
-    for key in ("seconds", "jobs", "folder"):
+    for key in ("seconds", "jobs", "folder", "scheduler"):
         data.pop(key)
     return data
 
@@ -142,3 +145,96 @@ def test_jobs_and_a_scheduler_exclude_each_other(tmp_path, capsys):
                  "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "exclude each other" in err[0]
+
+
+def _kill_kept_children() -> int:
+    """On a Dask worker: kill the child processes its kept pools hold (idle between
+    campaigns), as the OOM killer or an administrator might."""
+    from conformance.campaign import cluster as on_worker
+    n = 0
+    for pool in on_worker._ALL_KEPT:
+        for slot in pool._kept or []:
+            slot.proc.kill()
+            slot.proc.join()
+            n += 1
+    return n
+
+
+def test_a_kept_child_that_died_while_idle_is_replaced(tmp_path, cluster):
+    c = cluster[0]
+    run_campaign("torch", "torch", out_dir=tmp_path / "warm", count=8, progress=None,
+                 source=source, scheduler=c.scheduler_address)
+    with distributed.Client(c.scheduler_address, set_as_default=False) as client:
+        killed = sum(client.run(_kill_kept_children).values())
+    assert killed >= 1
+    serial, spread = _both(tmp_path, c, "torch", source=source, count=8)
+    assert spread.programs == 8 and spread.exit_code == 0 and spread.crashes == []
+    assert _report(tmp_path / "serial") == _report(tmp_path / "dask")
+
+
+def _pretend_versions(versions) -> None:
+    from conformance.campaign import cluster as on_worker
+    for key in list(on_worker._WARM):
+        on_worker._WARM[key] = tuple(versions)
+
+
+def test_workers_with_other_versions_stop_the_run(tmp_path, cluster, capsys):
+    c = cluster[0]
+    run_campaign("torch", "torch", out_dir=tmp_path / "warm", count=8, progress=None,
+                 source=source, scheduler=c.scheduler_address)
+    with distributed.Client(c.scheduler_address, set_as_default=False) as client:
+        client.run(_pretend_versions, ("0.0.1", "9.9.9", "9.9.9"))
+        try:
+            code = main(["run", "--engine", "torch", "--oracle", "torch", "--count", "8",
+                         "--out", str(tmp_path / "o"), "--scheduler", c.scheduler_address,
+                         "--source", f"{MOD}:source", "--quiet"])
+        finally:
+            client.run(lambda: __import__("conformance.campaign.cluster").campaign
+                       .cluster._WARM.clear())
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "other versions: gradspec 0.0.1" in err[0], err
+
+
+def _break_slices(broken: bool) -> None:
+    from conformance.campaign import cluster as on_worker
+    if broken:
+        on_worker._real_check = on_worker.check_programs
+
+        def fail(*args, **kw):
+            raise RuntimeError("the worker's disk is full")
+        on_worker.check_programs = fail
+    elif hasattr(on_worker, "_real_check"):
+        on_worker.check_programs = on_worker._real_check
+
+
+def test_a_cluster_failing_mid_run_could_not_judge_exit_3(tmp_path, cluster, capsys):
+    c = cluster[0]
+    with distributed.Client(c.scheduler_address, set_as_default=False) as client:
+        client.run(_break_slices, True)
+        try:
+            code = main(["run", "--engine", "torch", "--oracle", "torch", "--count", "8",
+                         "--out", str(tmp_path / "o"), "--scheduler", c.scheduler_address,
+                         "--source", f"{MOD}:source", "--quiet"])
+        finally:
+            client.run(_break_slices, False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3 and len(err) == 1, err
+    assert "failed on the cluster: RuntimeError: the worker's disk is full" in err[0]
+
+
+@pytest.mark.parametrize("address, words", [
+    ("foo", "give host:port"),
+    ("tcp://", "give host:port"),
+    ("tls://127.0.0.1:9", "only tcp://"),
+    ("ucx://127.0.0.1:9", "only tcp://"),
+    ("", "is empty"),
+])
+def test_a_bad_scheduler_address_is_one_line_and_exit_2(address, words, tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "conformance", "run", "--engine", "torch",
+                        "--count", "2", "--out", str(tmp_path / "o"), "--scheduler", address],
+                       capture_output=True, text=True, timeout=120)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and words in err[0], r.stderr
+    assert "Traceback" not in r.stderr

@@ -143,3 +143,24 @@ def test_a_campaign_progress_starts_a_new_line_for_the_next_run(capsys):
     progress.close()
     err = capsys.readouterr().err
     assert "2/2" in err and "1 failing" in err and "1/3" in err and "refimpl" in err
+
+
+def test_quiet_draws_nothing_even_on_a_terminal(tmp_path):
+    code, out, shown = on_a_terminal("run", "--engine", "torch", "--count", "3", "--out",
+                                     str(tmp_path), "--quiet", *SOURCE)
+    assert code == 0 and "0 divergent" in out
+    assert "programs/s" not in shown and "3/3" not in shown, shown
+
+
+def test_replay_runs_each_program_once_however_it_is_named(tmp_path, capsys, monkeypatch):
+    from conformance.cli import main
+    from tests.conformance.test_executor import sample
+    (tmp_path / "d0").mkdir()
+    (tmp_path / "d0" / "program.json").write_text(sample().dumps())
+    (tmp_path / "d1").mkdir()
+    (tmp_path / "d1" / "program.json").write_text(sample().dumps())
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "d0", str(tmp_path / "d0"), "d1/../d0/program.json", "d1",
+                 "--engine", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("replayed 2 programs: 2 agree, 0 diverge, 0 could not judge")
