@@ -147,8 +147,10 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
     what, arg = payload
     try:
         if what == "probe":         # capability `arg` probed (judge/probes.py), in a worker
-            from ..judge.probes import probe
-            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, True
+            from ..judge.probes import probe    # that goes on to the next: the probes ran in
+            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, False  # one
+            #                                     process before, and starting an engine
+            #                                     (torch.compile) per probe costs seconds
         if what == "program":
             program = Program.from_json(arg)
             o, e, found = runs.judge(program)
