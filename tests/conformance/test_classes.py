@@ -22,7 +22,6 @@ from conformance.judge.executor import execute
 from conformance.judge.verdict import judged, lead, verdict
 from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
-from conformance.lang.trace import Event, Trace
 from conformance.reports.classes import ClassError, claim
 from conformance.reports.pages import Column, classes_text
 from conformance.reports.report import print_summary
@@ -32,6 +31,7 @@ from tests.broken_engines.renamed_nodes import RenamedNodes
 from tests.broken_engines.retains_every_grad import RetainsEveryGrad
 from tests.conformance.test_cli import in_process, one_line_error
 from tests.conformance.test_executor import leaf, obs
+from tests.conformance.test_verdict import hook_divergence
 
 HERE = "tests.conformance.test_classes"
 RENAMED = "tests.broken_engines.renamed_nodes:factory"
@@ -141,11 +141,7 @@ def test_hook_calls_reordered_are_torch_observable_missing_ones_are_not(all_core
     ])
 
     def run(oracle_hooks, engine_hooks):
-        def trace(hooks):
-            events = [Event(str(i), s.op) for i, s in enumerate(p.statements)]
-            events[-1].hooks = [[h, [1.0], "float32"] for h in hooks]
-            return Trace("t", "1", "cpu", events)
-        (d,) = compare(p, trace(oracle_hooks), trace(engine_hooks))
+        d = hook_divergence(p, oracle_hooks, engine_hooks)
         return d.signature.split("/")[-1], d.cls
     assert run(["b", "c"], ["c", "b"]) == ("reordered", "torch-observable")
     assert run(["b", "c"], ["b"]) == ("missing", "core")

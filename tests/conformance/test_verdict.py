@@ -41,6 +41,17 @@ def untagged(program: Program) -> Program:
 
 
 # ---- the primary clause ----------------------------------------------------------------------
+
+def hook_divergence(p: Program, oracle_hooks: list[str], engine_hooks: list[str]):
+    """The one divergence of traces of `p` that agree but for the hook calls of its last
+    statement (labels in call order, each with the same gradient)."""
+    def trace(hooks):
+        events = [Event(str(i), s.op) for i, s in enumerate(p.statements)]
+        events[-1].hooks = [[h, [1.0], "float32"] for h in hooks]
+        return Trace("t", "1", "cpu", events)
+    (d,) = compare(p, trace(oracle_hooks), trace(engine_hooks))
+    return d
+
 def test_every_clause_the_verdict_cites_exists():
     spec = load_spec()
     assert [c for c in CITED if c not in spec.clauses] == []
@@ -152,11 +163,7 @@ def test_hook_calls_after_remove_and_off_the_path():
     ])
 
     def run(oracle_hooks, engine_hooks):
-        def trace(hooks):
-            events = [Event(str(i), s.op) for i, s in enumerate(p.statements)]
-            events[-1].hooks = [[h, [1.0], "float32"] for h in hooks]
-            return Trace("t", "1", "cpu", events)
-        (d,) = compare(p, trace(oracle_hooks), trace(engine_hooks))
+        d = hook_divergence(p, oracle_hooks, engine_hooks)
         return d.primary, d.signature.split("/")[-1]
     assert run(["b"], ["a", "b"]) == ("HOOK-6", "extra")
     assert run(["b"], ["b", "c"]) == ("HOOK-9", "extra")
