@@ -147,7 +147,7 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
     what, arg = payload
     try:
         if what == "probe":         # capability `arg` probed (judge/probes.py), in a worker
-            from ..judge.probes import probe    # that goes on to the next: the probes ran in
+            from ..judge.probes import probe  # that goes on to the next: the probes ran in
             return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, False  # one
             #                                     process before, and starting an engine
             #                                     (torch.compile) per probe costs seconds

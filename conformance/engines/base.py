@@ -65,6 +65,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "retain_graph": (),
     "warnings": (),                 # classify_warning has a default: the spec's own table
     "backward_inputs": (),
+    "deriv_ops": (),                # ops of the op table: call and inplace (core's)
 }
 
 

@@ -30,33 +30,14 @@ from . import errors
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
 from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
-
-# Generator vocabulary versions: the ops a version draws are the op table's rows with `since`
-# at most that version (conformance/lang/ops.py), so a seed drawn at an older version gives
-# the same program byte for byte after ops are added. `gradspec run` draws the newest.
-# Vocabulary 3 also draws graphs that join leaves on purpose, fills programs to their size
-# under Hypothesis too, and ends every program with a sweep of what can be observed.
-VOCABULARIES = (1, 2, 3)
-GENERATOR_VERSION = VOCABULARIES[-1]
-# the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
-# size 20 give it about the statements and backward passes per program RandomChooser fills
-# to (22.7 against 22.5, 2.4 against 2.9: tests/generator_stats.py measures both); more steps
-# make programs that Hypothesis shrinks less well
-STEPS_PER_STATEMENT = 0.55
-ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
-                    "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
-                    "grad_modes", "retain_graph", "warnings", "backward_inputs")
-# Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
-NOT_GENERATED: dict[str, str] = {
-    "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
-    "INPLACE-11": "rebinding a Python name: a program binds each name once",
-    "API-13": "the grad and backward kinds pass `inputs` as a list, never a dict",
-    "HOOK-17": "node hook behaviours return None or the tuple they were given, scaled",
-    "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
-                  "they give the base is compared as a node name",
-    "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
-    **{f"DERIV-{n}": "its ops are in op-table vocabulary 4, not drawn yet" for n in range(1, 9)},
-} | {f"DOUBLE-{n}": "the generator does not draw create_graph yet" for n in range(1, 11)}
+from .vocabulary import (  # noqa: F401  (their home; imported from here too)
+    ALL_CAPABILITIES,
+    CAPABILITY_SINCE,
+    GENERATOR_VERSION,
+    NOT_GENERATED,
+    STEPS_PER_STATEMENT,
+    VOCABULARIES,
+)
 
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 
@@ -74,8 +55,8 @@ class Gen(BackwardPasses):
                              f"{', '.join(map(str, VOCABULARIES))})")
         self.ch = ch
         self.vocabulary = vocabulary
-        self.call_fns, self.inplace_fns = _op_draws(vocabulary)
-        self.caps = frozenset(caps)
+        self.caps = frozenset(c for c in caps if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
+        self.call_fns, self.inplace_fns = _op_draws(vocabulary, self.caps)
         self.size = size
         self.tensors: dict[str, T] = {}
         self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)
@@ -170,7 +151,8 @@ class Gen(BackwardPasses):
         return [choice("value", grid) for _ in range(n)]
 
     def make_leaf(self, shape: tuple[int, ...] | None = None, dtype: str | None = None,
-                  rg: bool | None = None, hidden: bool = False) -> T:
+                  rg: bool | None = None, hidden: bool = False,
+                  values: list[float] | None = None) -> T:
         """Emit a fresh leaf; what is not given is drawn. A hidden leaf is never used again
         (a gradient a result may alias)."""
         if shape is None:
@@ -181,12 +163,13 @@ class Gen(BackwardPasses):
             rg = self.boolean("leaf requires_grad", 65)
         self.counter += 1
         name = f"t{self.counter}"
-        values = self.draw_values(model.numel(shape), dtype)
+        if values is None:
+            values = self.draw_values(model.numel(shape), dtype)
         self.emit(Stmt("leaf", out=name, params={"values": values, "shape": list(shape),
                                                   "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
-              hidden=hidden)
+              hidden=hidden, exact=True)
         self.tensors[name] = t
         return t
 
@@ -223,6 +206,7 @@ class Gen(BackwardPasses):
         t = self.result(shape, a.dtype, [a], origin="view")
         t.storage = a.storage
         t.shares = a.memory()
+        t.exact = a.exact_now()
         t.made_at, t.doubt_at = a.storage.version, a.storage.doubt
         t.base = base
         base.views.append(t)
@@ -368,9 +352,12 @@ class Gen(BackwardPasses):
 
 
 @functools.cache
-def _op_draws(vocabulary: int) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary."""
-    return tuple(ops.weights("call", vocabulary)), tuple(ops.weights("inplace", vocabulary))
+def _op_draws(vocabulary: int, caps: frozenset[str]
+              ) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary and the
+    capabilities."""
+    return (tuple(ops.weights("call", vocabulary, caps)),
+            tuple(ops.weights("inplace", vocabulary, caps)))
 
 
 def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,

@@ -23,7 +23,7 @@ from . import errors_backward  # noqa: F401  (declares the moves of backward pas
 from .error_move import DECLARED, ErrorMove, error_move
 
 WEIGHT = 9              # of "error" in the statement draw (order.DRAW_ORDER) ...
-REWEIGHTED = ((3, 20),)     # ... and (vocabulary, weight from it on): each move in 6% or
+REWEIGHTED = ((3, 20), (4, 30))     # ... and (vocabulary, weight from it on): each move in 6% or
 #                             more of programs (tests/generator_stats.py)
 
 

@@ -35,6 +35,7 @@ def write_under_no_grad(g: Any, target: T) -> None:
                           clauses=g.tags(["INPLACE-4", "VER-2"])))
     g.emit(stmt, ["MODE-1", "MODE-4"])
     target.storage.version += 1
+    target.wrote()
 
 
 # vocabulary 3: how the saved tensor is written (its own name, an alias from detach(), a view)
@@ -42,12 +43,12 @@ _WRITE_ROUTES = (("itself", 2), ("through detach()", 1), ("through a view", 1))
 
 
 def _saving_op(g: Any, saves: frozenset[str], fallback: list[str]) -> tuple[str, dict]:
-    """An op that saves what `saves` names, with its settings: from vocabulary 3 any op of the
-    table's that does (relu and sqrt too), before it one of `fallback`."""
+    """A unary op that saves what `saves` names, with its settings: from vocabulary 3 any of
+    the table's that does (relu and sqrt too), before it one of `fallback`."""
     if g.vocabulary < 3:
         fn = g.choice("fn", fallback)
         return fn, {"exponent": 2} if "exponent" in ROWS[fn].kw else {}
-    fn = g.choice("fn", [f for f, _ in g.call_fns if f in saves])
+    fn = g.choice("fn", [f for f, _ in g.call_fns if f in saves and ROWS[f].family == "unary"])
     return fn, of("call")._draw_settings(g, ROWS[fn])
 
 

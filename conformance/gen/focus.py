@@ -24,11 +24,12 @@ from ..kinds.backward import joined
 from ..kinds.registry import weight_in
 from ..lang.ops import INPLACE_SAVES_OUTPUT
 from ..model import T, predict, reach
+from ..model.tables import VALUES_3
 from . import errors, errors_backward
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
 # a third of the steps (tests/generator_stats.py: programs per clause)
-REWEIGHTED = ((3, 60),)
+REWEIGHTED = ((3, 60), (4, 90))
 
 
 def weight(vocabulary: int) -> int:
@@ -36,14 +37,24 @@ def weight(vocabulary: int) -> int:
     return weight_in(vocabulary, 0, REWEIGHTED)
 Scenario = Callable[[Any], bool]
 SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
+# scenario -> (vocabulary, weight from it on): from vocabulary 4 those whose clauses the
+# measure still found in fewer than 20 programs of 300 weigh more, and the scenarios of
+# vocabulary 4 weigh 0 before it (tests/generator_stats.py)
+REWEIGHTED_SCENARIOS: dict[str, tuple[tuple[int, int], ...]] = {}
+# error moves (by kind) reweighted so, in the focus table
+REWEIGHTED_ERRORS: dict[str, tuple[tuple[int, int], ...]] = {
+    "UNUSED_INPUT": ((4, 3),), "VIEW_OF_LEAF_INPLACE": ((4, 6),)}
 
 
-def scenario(name: str, needs: tuple[str, ...] = (), weight: int = 1
-             ) -> Callable[[Scenario], Scenario]:
-    """Declare a scenario: its name, the capabilities it needs and its weight in the focus
-    table (2 for those whose clauses the measure found rarer: tests/generator_stats.py)."""
+def scenario(name: str, needs: tuple[str, ...] = (), weight: int = 1,
+             reweighted: tuple[tuple[int, int], ...] = ()) -> Callable[[Scenario], Scenario]:
+    """Declare a scenario: its name, the capabilities it needs, its weight in the focus
+    table (2 for those whose clauses the measure found rarer: tests/generator_stats.py) and
+    its (vocabulary, weight) changes."""
     def declare(fn: Scenario) -> Scenario:
         SCENARIOS[name] = (needs, weight, fn)
+        if reweighted:
+            REWEIGHTED_SCENARIOS[name] = reweighted
         return fn
     return declare
 
@@ -91,7 +102,8 @@ def hooked_inplace(g: Any) -> bool:
     return _backward(g, y)
 
 
-@scenario("autograd.grad through a hooked tensor", ("hooks", "autograd_grad"), weight=2)
+@scenario("autograd.grad through a hooked tensor", ("hooks", "autograd_grad"), weight=2,
+          reweighted=((4, 4),))
 def grad_through_hook(g: Any) -> bool:
     y = _nonleaf(g)
     g.draw_on("hook", y)
@@ -99,7 +111,8 @@ def grad_through_hook(g: Any) -> bool:
     return KINDS["grad"].draw(g)
 
 
-@scenario("retained tensor reached twice", ("retain_grad", "retain_graph"), weight=2)
+@scenario("retained tensor reached twice", ("retain_grad", "retain_graph"), weight=2,
+          reweighted=((4, 5),))
 def retained_twice(g: Any) -> bool:
     y = _nonleaf(g)
     g.draw_on("retain_grad", y)
@@ -108,7 +121,8 @@ def retained_twice(g: Any) -> bool:
     return g.emit_backward(s, [], None)
 
 
-@scenario("in-place op on a retained tensor", ("retain_grad", "inplace"), weight=2)
+@scenario("in-place op on a retained tensor", ("retain_grad", "inplace"), weight=2,
+          reweighted=((4, 4),))
 def retained_inplace(g: Any) -> bool:
     y = _nonleaf(g)
     g.draw_on("retain_grad", y)
@@ -117,7 +131,8 @@ def retained_inplace(g: Any) -> bool:
     return KINDS["observe"].draw(g, y, "grad")
 
 
-@scenario("autograd.grad with a retained tensor", ("retain_grad", "autograd_grad"), weight=2)
+@scenario("autograd.grad with a retained tensor", ("retain_grad", "autograd_grad"), weight=2,
+          reweighted=((4, 4),))
 def retained_autograd_grad(g: Any) -> bool:
     y = _nonleaf(g)
     g.draw_on("retain_grad", y)
@@ -134,7 +149,8 @@ def detached_write(g: Any) -> bool:
     return _backward(g, y)
 
 
-@scenario("write through a view of a non-leaf", ("views", "inplace"))
+@scenario("write through a view of a non-leaf", ("views", "inplace"),
+          reweighted=((4, 4),))
 def view_write(g: Any) -> bool:
     y = _nonleaf(g, dims=True)
     v = g.draw_on("getitem", y) if y.ndim else None
@@ -169,7 +185,8 @@ def no_grad_block(g: Any) -> bool:
     return KINDS["mode"].draw(g, "no_grad")
 
 
-@scenario("leaves that require grad made under no_grad, and the mode asked", ("grad_modes",))
+@scenario("leaves that require grad made under no_grad, and the mode asked", ("grad_modes",),
+          reweighted=((4, 2),))
 def leaves_under_no_grad(g: Any) -> bool:
     def body(g: Any) -> None:
         g.make_leaf(rg=True)
@@ -184,7 +201,8 @@ def node_hooked(g: Any) -> bool:
     return _backward(g, y)
 
 
-@scenario("an enable_grad block", ("grad_modes",))
+@scenario("an enable_grad block", ("grad_modes",),
+          reweighted=((4, 3),))
 def enable_grad_block(g: Any) -> bool:
     return KINDS["mode"].draw(g, "enable_grad")
 
@@ -198,7 +216,8 @@ def retained_hooked(g: Any) -> bool:
     return KINDS["observe"].draw(g, y, "grad")
 
 
-@scenario("matmul of graphs")
+@scenario("matmul of graphs",
+          reweighted=((4, 3),))
 def matmul(g: Any) -> bool:
     a = g.rg_tensor("matmul input", lambda u: 1 <= u.ndim <= 2)
     if a.ndim == 0 or not KINDS["call"].emit(g, "matmul", a):
@@ -278,19 +297,54 @@ def set_grad_enabled_block(g: Any) -> bool:
     return KINDS["mode"].draw(g, "set_grad_enabled")
 
 
+def _made(g: Any, fn: str, a: T) -> T | None:
+    """Emit a call of fn with a as its first operand; the tensor it binds."""
+    return g.tensors[g.out[-1].out] if KINDS["call"].emit(g, fn, a) else None
+
+
+@scenario("where between two graphs, then backward", ("deriv_ops",), weight=0,
+          reweighted=((4, 4),))
+def where_between(g: Any) -> bool:
+    y = _made(g, "where", _nonleaf(g))      # its condition drawn or made (kinds/deriv_ops.py)
+    return y is not None and _backward(g, y)
+
+
+@scenario("a cast to the other float dtype, then backward and the leaf's .grad",
+          ("deriv_ops",), weight=0, reweighted=((4, 3),))
+def cast_then_backward(g: Any) -> bool:
+    x = g.rg_tensor("cast of", lambda u: u.leaf)
+    y = _made(g, "double" if x.dtype == "float32" else "float", x)
+    if y is None:
+        return False
+    _backward(g, KINDS["call"].join(g, y) or y)
+    return KINDS["observe"].draw(g, x, "grad")
+
+
+@scenario("max or min over tied elements, then backward", ("deriv_ops",), weight=0,
+          reweighted=((4, 3),))
+def selection_ties(g: Any) -> bool:
+    v, w = g.choice("tied value", VALUES_3), g.choice("other value", VALUES_3)
+    x = g.make_leaf(shape=g.choice("tied shape", [(4,), (2, 2)]), rg=True, values=[v, v, w, w])
+    y = _made(g, g.choice("selection", ["max", "min", "max_dim", "min_dim"]), x)
+    return y is not None and _backward(g, y)
+
+
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
 TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")
 
 
 @functools.cache
-def focus_table(caps: frozenset[str]) -> tuple[tuple[str, int], ...]:
-    """The focus moves the capabilities allow with their weights, in a fixed order: SKIP
-    (weight 0: never drawn at random; shrinking goes there), the error moves (as
-    "error:KIND"), then the scenarios in declaration order."""
-    moves = [(SKIP, 0)] + [(f"error:{k}", 3 if k in TWO_ROUTES else 1)
-                           for k, m in errors.MOVES.items() if caps.issuperset(m.needs)]
-    return tuple(moves + [(n, w) for n, (needs, w, _) in SCENARIOS.items()
-                          if caps.issuperset(needs)])
+def focus_table(caps: frozenset[str], vocabulary: int = 3) -> tuple[tuple[str, int], ...]:
+    """The focus moves the capabilities allow with their weights in a vocabulary, in a fixed
+    order: SKIP (weight 0: never drawn at random; shrinking goes there), the error moves (as
+    "error:KIND"), then the scenarios in declaration order (those of weight 0 left out)."""
+    moves = [(SKIP, 0)] + [
+        (f"error:{k}", weight_in(vocabulary, 3 if k in TWO_ROUTES else 1,
+                                 REWEIGHTED_ERRORS.get(k, ())))
+        for k, m in errors.MOVES.items() if caps.issuperset(m.needs)]
+    scenarios = [(n, weight_in(vocabulary, w, REWEIGHTED_SCENARIOS.get(n, ())))
+                 for n, (needs, w, _) in SCENARIOS.items() if caps.issuperset(needs)]
+    return tuple(moves + [(n, w) for n, w in scenarios if w])
 
 
 SKIP = "skip"
@@ -298,7 +352,7 @@ SKIP = "skip"
 
 def draw_focus(g: Any) -> bool:
     """The "focus" entry of the statement draw: one focus move the capabilities allow."""
-    return make(g, g.weighted("focus", focus_table(g.caps)))
+    return make(g, g.weighted("focus", focus_table(g.caps, g.vocabulary)))
 
 
 def make(g: Any, move: str) -> bool:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..kinds import KINDS
+from ..lang import ops
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
@@ -103,9 +104,12 @@ class Divergence:
 
 def precision(program: Program) -> str:
     """The dtype whose tolerance a program's floats are compared with: the least precise
-    floating dtype its statements create (a float64 value may come through float32 ops: a
-    float32 tensor times a 0-d float64 one is float32); float32 when it names none."""
+    floating dtype its statements create, as leaves or casts (a float64 value may come
+    through float32 ops: a float32 tensor times a 0-d float64 one is float32); float32 when
+    it names none."""
     dtypes = {s.params.get("dtype") for _, s in _walk(program.statements)}
+    dtypes |= {ops.ROWS[fn].dtype for _, s in _walk(program.statements)   # casts
+               if s.op == "call" and isinstance(fn := s.params.get("fn"), str) and fn in ops.ROWS}
     known = [d for d in EPS if d in dtypes]
     return max(known, key=EPS.__getitem__) if known else "float32"
 

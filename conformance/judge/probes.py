@@ -104,6 +104,11 @@ PROBES: dict[str, list[Stmt]] = {
                         Stmt("backward", target="s", params={"inputs": ["w"]}),
                         _see("x", "grad"), _see("w", "grad"),
                         Stmt("backward", target="s", params={"inputs": []})],  # raises
+    "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
+                  _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
+                  _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),
+                  _see("l", "value"), _call("i", "argmax", "x"), _call("s", "add", "m", "w"),
+                  _call("s2", "sum", "s"), _backward("s2"), _see("x", "grad")],
 }
 
 

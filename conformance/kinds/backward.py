@@ -317,6 +317,9 @@ class Grad(Kind):
         cl += {"UNUSED_INPUT": ["API-7"], "INPUT_NO_REQUIRES_GRAD": ["API-8"],
                "GRAD_OUTPUT_SHAPE": ["API-3"]}.get(bad, [])
         g.emit(Stmt("grad", params=params), cl, bad or predicted)
+        if bad == "UNUSED_INPUT" and predicted is None and not retain and g.vocabulary >= 4:
+            for n in ran:           # torch raises after the pass: its graph is freed
+                n.freed = True
         if predicted is None and bad is None:
             if not retain:
                 for n in ran:

@@ -167,8 +167,11 @@ class Sweep(Kind):
         ev.value = out
 
     def render(self, s, path):
-        return [f"show({f'[{path}] {t}.{what}'!r}, {TABLE[what].expr(t)})"
-                for t, what, _ in s.params["of"]]
+        # every name first, as the executor checks them: an unbound one skips the whole sweep
+        names = list(dict.fromkeys(t for t, _, _ in s.params["of"]))
+        return [f"_swept = [{', '.join(names)}]"] + [
+            f"show({f'[{path}] {t}.{what}'!r}, {TABLE[what].expr(t)})"
+            for t, what, _ in s.params["of"]]
 
     def emit_end(self, g) -> None:
         """Emit the sweep that ends a program: every observable of every live tensor that

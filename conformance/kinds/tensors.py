@@ -1,4 +1,5 @@
-"""Statements that make tensors: leaves, op calls, views, indexing, detach and .data."""
+"""Statements that make tensors: leaves, op calls, views and indexing (detach and .data:
+aliases.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +9,6 @@ from ..lang import ops
 from ..lang.program import Stmt, index_of
 from ..lang.trace import plain
 from ..model import (
-    Storage,
     T,
     broadcast,
     copy_kw,
@@ -18,7 +18,7 @@ from ..model import (
     view_options,
 )
 from ..model.tables import NUMBERS
-from . import fields, source
+from . import deriv_ops, fields, source
 from .registry import Kind, kind
 
 JOIN_OPS = ["mul", "add"]    # the binary ops a deliberate join of two graphs draws
@@ -119,6 +119,9 @@ class Call(Kind):
 
     def draw(self, g):
         fn = g.weighted("fn", g.call_fns)
+        if ops.ROWS[fn].jumps:
+            a = deriv_ops.exact_operand(g, "exact operand") or g.make_leaf()
+            return self._emit(g, fn, a, ops.ROWS[fn].family)
         a = None
         if g.vocabulary >= 3 and g.boolean("operand requires grad", 60):
             a = g.pick("operand", lambda t: t.is_float and t.rg)
@@ -143,7 +146,9 @@ class Call(Kind):
         return g.tensors[g.out[-1].out]
 
     def _emit(self, g, fn, a, family) -> bool:
-        if family in ("binary", "join", "same"):
+        if family in deriv_ops.FAMILIES:
+            fn, drawn = deriv_ops.draw(g, fn, a, self.emit) or (fn, None)
+        elif family in ("binary", "join", "same"):
             drawn = self._draw_binary(g, fn, a, join=family == "join", same=family == "same")
         elif family == "linalg":
             drawn = self._draw_matmul(g, a)
@@ -154,12 +159,22 @@ class Call(Kind):
         if drawn is None:
             return False
         args, inputs, saved, shape, dtype, kw, cl = drawn
+        row = ops.ROWS[fn]
+        cl += row.clauses
+        if dtype in deriv_ops.NONDIFF_DTYPES:       # never requires grad (DERIV-1)
+            t = g.result(shape, dtype, [])
+            t.exact = True
+            g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
+            return True
         rg_in = any(i.rg for i in inputs)
         t = g.result(shape, dtype, inputs, saved if rg_in else [])
+        t.exact = row.exact and all(i.exact_now() for i in inputs)
         if t.node is not None:
             t.node.holds = fn in ops.HOLDS
             if fn in ops.SAVES_OUTPUT:
                 t.node.saved.append((t.storage, 0))
+            if row.node_clause:
+                cl.append(row.node_clause)
         cl.insert(0, "GRAPH-1" if t.rg else ("GRAPH-2" if not rg_in else "MODE-1"))
         if t.rg and any(i.leaf and i.has_grad for i in inputs):
             cl += ["GRAPH-7", "FREE-6"]     # a new forward from leaves a backward reached
@@ -300,6 +315,7 @@ class View(Kind):
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
         if copied:
             t = g.result(shape, a.dtype, [a])
+            t.exact = a.exact_now()
             # the model's contiguity is a guess (t[0, 1] of a matrix is contiguous in torch,
             # not here): torch may have made a view, whose writes would reach a's memory
             t.storage.may_reach = (a.storage, *a.storage.may_reach)
@@ -340,57 +356,3 @@ class Getitem(Kind):
         g.emit(Stmt("getitem", out=t.name, target=a.name, params={"index": index}),
                ["GRAPH-10"] + (["GRAPH-1"] if t.rg else []))
         return True
-
-
-@kind
-class Detach(Kind):
-    name = "detach"
-    weight = 3
-    reweighted = ((3, 5),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
-    doc = "out = target.detach()"
-    aliases = shares_version = True
-
-    def check(self, s, path):
-        fields.name(s, path, "out")
-        fields.name(s, path, "target")
-
-    def run(self, x, s, ev, path):
-        x.env[s.out] = x.e.detach(x.env[s.target])
-
-    def render(self, s, path):
-        return [f"{s.out} = {s.target}.detach()"]
-
-    def draw(self, g, data=False):
-        """Draw out = a.detach(), or with `data` out = a.data (its own storage in the model)."""
-        a = g.pick("detach", lambda t: t.is_float)
-        if a is None:
-            return False
-        name = g.fresh()
-        g.tensors[name] = T(name, a.shape, a.dtype, False, True,
-                            Storage() if data else a.storage,
-                            origin="data" if data else "detach", expanded=a.expanded,
-                            contiguous=a.contiguous, shares=a.memory())
-        g.emit(Stmt("data" if data else "detach", out=name, target=a.name),
-               ["VER-6", "INPLACE-5"] if data else ["LEAF-4", "VER-5"])
-        return True
-
-
-@kind
-class Data(Kind):
-    name = "data"
-    weight = 2
-    doc = "out = target.data"
-    aliases = True                      # its own version counter (VER-6)
-
-    def check(self, s, path):
-        fields.name(s, path, "out")
-        fields.name(s, path, "target")
-
-    def run(self, x, s, ev, path):
-        x.env[s.out] = x.e.data(x.env[s.target])
-
-    def render(self, s, path):
-        return [f"{s.out} = {s.target}.data"]
-
-    def draw(self, g):
-        return Detach.draw(self, g, data=True)

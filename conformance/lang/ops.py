@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .index import ELLIPSIS, OpError, index_source, index_value  # noqa: F401
+
 FAMILIES = ("unary", "binary", "reduce", "linalg", "view", "inplace",
             "compare", "cast", "select", "where")   # the last four: vocabulary 4 (DERIV-*)
 # "other": each operand saves the other one (VER-11); "both": the input and the result
@@ -43,11 +45,6 @@ OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "!=": operator.ne,
     "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
 }
-
-
-class OpError(ValueError):
-    """A statement names an op that is not a row of the table (for its statement kind), or
-    gives it a setting that cannot be written as a Python literal."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +73,17 @@ class Op:
     #                                     binds ("values" of max(dim)), else the result itself
     weight: int = 0                     # how often the generator draws it (see DRAW_ORDER)
     since: int = 1                      # the generator vocabulary version it arrived in
+    needs: str | None = None            # the engine capability it needs beyond core
+    exact: bool = False                 # on operands both engines hold bit for bit, its
+    #                                     result is too (IEEE-rounded arithmetic, selection)
+    jumps: bool = False                 # its result jumps at some inputs (an integer part,
+    #                                     a sign, a truth value, the first of tied maxima):
+    #                                     drawn on exact operands only, so that a last-bit
+    #                                     difference of two engines never moves it
+    dtype: str | None = None            # its result's dtype whatever its operands' (casts,
+    #                                     comparisons, argmax)
+    clauses: tuple[str, ...] = ()       # the clauses a statement running it exercises
+    node_clause: str | None = None      # ... and the one naming its node, when it records one
 
     extra: int = field(init=False)      # operands after the target (or a call's first one)
 
@@ -172,35 +180,40 @@ def _view(name: str, form: str, kw: tuple[str, ...], function: bool = True) -> O
 # Vocabulary 4 (spec/deriv.md): comparisons, long(), argmax and argmin never require grad
 # (DERIV-1); floor, sign and round record a zero gradient (DERIV-2).
 _COMPARISONS = (("gt", ">"), ("lt", "<"), ("ge", ">="), ("le", "<="), ("eq", "=="), ("ne", "!="))
-_V4 = {"weight": 1, "since": 4}
+_V4 = {"weight": 1, "since": 4, "needs": "deriv_ops", "exact": True, "node_clause": "DERIV-7"}
+_V4_JUMPS = {**_V4, "jumps": True}
+_ZERO = {**_V4_JUMPS, "clauses": ("DERIV-2",)}            # floor, sign, round
+_NONDIFF = {**_V4_JUMPS, "clauses": ("DERIV-1",)}         # comparisons, long
+_SELECT = {**_V4_JUMPS, "clauses": ("DERIV-5", "DERIV-8")}
 
 
 def _selection(name: str, dim: bool, **more: Any) -> Op:
     """max / min: over everything (saves input and result) or along one dim (keeps indices)."""
     if dim:
         return Op(name + "_dim", "select", 1, form="dim_keepdim", kw=("dim", "keepdim"),
-                  method=name, function=name, output="values", holds=True, **_V4)
-    return Op(name, "select", 1, function=name, saves="both", holds=True, **_V4)
+                  method=name, function=name, output="values", holds=True, **_SELECT)
+    return Op(name, "select", 1, function=name, saves="both", holds=True, **_SELECT)
 
 
 OPS: tuple[Op, ...] = (
     # elementwise binary (operands: names or numbers; numbers only on one side)
     Op("add", "binary", 2, form="operator", operator="+", function="add", inplace="add_",
-       weight=5),
+       weight=5, exact=True),
     Op("sub", "binary", 2, form="operator", operator="-", function="sub", inplace="sub_",
-       weight=3),
+       weight=3, exact=True),
     Op("mul", "binary", 2, form="operator", operator="*", function="mul", inplace="mul_",
-       saves="other", holds=True, weight=5),
+       saves="other", holds=True, weight=5, exact=True),
     Op("div", "binary", 2, form="operator", operator="/", function="div", inplace="div_",
        saves="other", holds=True, weight=2),
     # unary
-    _unary("neg"), _unary("exp", "output", 2), _unary("log", "input"),
+    _unary("neg", exact=True), _unary("exp", "output", 2), _unary("log", "input"),
     _unary("sin", "input", 2), _unary("cos", "input"), _unary("tanh", "output", 2),
-    _unary("sigmoid", "output", 2), _unary("relu", "output", 2), _unary("abs", "input"),
-    _unary("clone", inplace=False), _unary("sqrt", "output", 1, since=2),
+    _unary("sigmoid", "output", 2), _unary("relu", "output", 2, exact=True),
+    _unary("abs", "input", exact=True), _unary("clone", inplace=False, exact=True),
+    _unary("sqrt", "output", 1, since=2),
     # unary with settings
     _unary("pow", "input", 3, form="exponent", kw=("exponent",), draws=_POW, operator="**"),
-    _unary("clamp", "input", 1, form="bounds", kw=("min", "max"), draws=_CLAMP),
+    _unary("clamp", "input", 1, form="bounds", kw=("min", "max"), draws=_CLAMP, exact=True),
     Op("sum", "reduce", 1, form="reduce", kw=("dim", "keepdim"), function="sum", weight=5),
     Op("mean", "reduce", 1, form="reduce", kw=("dim", "keepdim"), function="mean", weight=2),
     # linear algebra
@@ -231,17 +244,20 @@ OPS: tuple[Op, ...] = (
     _inplace("imul", "mul", 1, form="operator", operator="*=", holds=True, weight=2),
     _inplace("idiv", "div", 1, form="operator", operator="/=", holds=True),
     # vocabulary 4 (DERIV-1..DERIV-8): zero derivatives, comparisons, casts, selections, where
-    _unary("floor", **_V4), _unary("sign", **_V4), _unary("round", **_V4),
-    _inplace("floor_", "floor", **_V4), _inplace("sign_", "sign", **_V4),
-    _inplace("round_", "round", **_V4),
-    *(Op(n, "compare", 2, form="operator", operator=o, function=n, **_V4)
+    _unary("floor", **_ZERO), _unary("sign", **_ZERO), _unary("round", **_ZERO),
+    _inplace("floor_", "floor", **_ZERO), _inplace("sign_", "sign", **_ZERO),
+    _inplace("round_", "round", **_ZERO),
+    *(Op(n, "compare", 2, form="operator", operator=o, function=n, dtype="bool", **_NONDIFF)
       for n, o in _COMPARISONS),
-    *(Op(n, "cast", 1, **_V4) for n in ("double", "float", "long")),
+    *(Op(n, "cast", 1, dtype=d, clauses=("DERIV-3",), **_V4)
+      for n, d in (("double", "float64"), ("float", "float32"))),
+    Op("long", "cast", 1, dtype="int64", **_NONDIFF),
     _selection("max", False), _selection("min", False),
     _selection("max", True), _selection("min", True),
-    Op("argmax", "select", 1, form="reduce", kw=("dim", "keepdim"), function="argmax", **_V4),
-    Op("argmin", "select", 1, form="reduce", kw=("dim", "keepdim"), function="argmin", **_V4),
-    Op("where", "where", 3, function="where", saves="condition", holds=True, **_V4),  # a, cond, b
+    *(Op(n, "select", 1, form="reduce", kw=("dim", "keepdim"), function=n, dtype="int64",
+         **{**_V4_JUMPS, "clauses": ("DERIV-1", "DERIV-5")}) for n in ("argmax", "argmin")),
+    Op("where", "where", 3, function="where", saves="condition", holds=True,  # a, cond, b
+       clauses=("DERIV-6", "DERIV-8"), **_V4),
 )
 
 ROWS: dict[str, Op] = {r.name: r for r in OPS}
@@ -269,9 +285,15 @@ def lookup(kind: str, name: Any) -> Op:
                       f"(conformance/lang/ops.py)") from None
 
 
-def weights(kind: str, version: int = 1) -> list[tuple[str, int]]:
-    """(name, weight) in draw order, for the ops of a generator vocabulary version."""
-    return [(n, ROWS[n].weight) for n in DRAW_ORDER[kind] if ROWS[n].since <= version]
+def weights(kind: str, version: int = 1, capabilities: frozenset[str] | None = None
+            ) -> list[tuple[str, int]]:
+    """(name, weight) in draw order, for the ops of a generator vocabulary version that the
+    capabilities (None: all) cover. From vocabulary 4 the rows before it weigh twice their
+    weight, so that its 22 rows of weight 1 take about a fifth of the draws."""
+    scale = 2 if version >= 4 else 1
+    return [(n, ROWS[n].weight * (scale if ROWS[n].since < 4 else 1)) for n in DRAW_ORDER[kind]
+            if ROWS[n].since <= version and (capabilities is None or ROWS[n].needs is None
+                                             or ROWS[n].needs in capabilities)]
 
 
 # ---- running and writing an op ------------------------------------------------------------
@@ -315,47 +337,6 @@ def source(row: Op, sources: Sequence[str], kw: dict[str, Any]) -> str:
     parts = [literal(p) for p in pos] + [f"{k}={literal(v)}" for k, v in kws.items()]
     field = f".{row.output}" if row.output else ""
     return f"{sources[0]}.{row.method}({', '.join(parts)}){field}"
-
-
-# ---- the INDEX encoding: a list of ints, {"slice": [start, stop, step]}, "..." and null -----
-ELLIPSIS = "..."        # the item for `...`; null is `None` (a new dim of size 1)
-
-
-def index_value(items: Sequence[Any]) -> tuple[Any, ...]:
-    """INDEX encoding -> a Python index: a tuple of ints, slices, Ellipsis and None."""
-    return tuple(slice(*i["slice"]) if isinstance(i, dict) else
-                 Ellipsis if i == ELLIPSIS else i for i in items)
-
-
-def _int(v: Any) -> str:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise OpError(f"index item {v!r} is not an int")
-    return repr(v)
-
-
-def _bound(v: Any) -> str:
-    return "" if v is None else _int(v)
-
-
-def index_source(items: Sequence[Any], as_tuple: bool = False) -> str:
-    """The text between the brackets of `t[...]` for INDEX items (or a Python index), e.g.
-    `0, 1:3` or `..., None`. With as_tuple, a tuple display: `0,` and every slice with both
-    colons."""
-    out = []
-    for i in items:
-        if isinstance(i, (dict, slice)):
-            start, stop, step = i["slice"] if isinstance(i, dict) else (i.start, i.stop, i.step)
-            text = f"{_bound(start)}:{_bound(stop)}"
-            out.append(text + (f":{_bound(step)}" if as_tuple or step is not None else ""))
-        elif i is Ellipsis or (isinstance(i, str) and i == ELLIPSIS):
-            out.append("...")
-        elif i is None:
-            out.append("None")
-        else:
-            out.append(_int(i))
-    if not out:
-        return "()"
-    return ", ".join(out) + ("," if as_tuple and len(out) == 1 else "")
 
 
 # ---- the generator's views of the table (order: the generator's draw order) ----------------

@@ -69,6 +69,7 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     was_rg = t.rg
     cl = _write_clauses(t)
     t.storage.version += 1
+    t.wrote()
     for s in t.storage.may_reach:
         s.doubt += 1
     for v in tensors:

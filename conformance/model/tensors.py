@@ -19,6 +19,7 @@ class Storage:
     version: int = 0
     doubt: int = 0
     may_reach: tuple[Storage, ...] = ()
+    overwritten: bool = False        # an in-place write reached it (T.exact_now)
 
 
 @dataclass(eq=False, slots=True)
@@ -67,6 +68,7 @@ class T:
     doubt_at: int = 0                # storage doubt then (Storage.doubt)
     shares: T | None = None          # the tensor whose memory it shares (a view, detach() or
     #                                  .data of it; `storage` is the version counter only)
+    exact: bool = False              # computed from leaves by exact ops only (ops.Op.exact)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:
@@ -79,6 +81,19 @@ class T:
         return self.rg and self.node is not None and (
             self.base is None or self.storage.version == self.made_at
             and self.storage.doubt == self.doubt_at)
+
+    def exact_now(self) -> bool:
+        """Both engines hold its values bit for bit: computed from leaves by exact ops only,
+        and no write has reached its memory since (the ops whose results jump at some inputs
+        are drawn on such tensors only: ops.Op.jumps)."""
+        own, mem = self.storage, self.memory().storage
+        return self.exact and not (own.overwritten or mem.overwritten or own.doubt or mem.doubt)
+
+    def wrote(self) -> None:
+        """Record an in-place write into its memory."""
+        self.storage.overwritten = self.memory().storage.overwritten = True
+        for s in self.storage.may_reach:
+            s.overwritten = True
 
     def memory(self) -> T:
         """The tensor that owns its memory (itself when it owns it)."""

@@ -59,6 +59,18 @@ RANDOM_DIGESTS = {
     ("core", 20, 0, 100):
         "a0b760bdbc7b630777baa704f87ecd64ccc7b2bb66ac19cf27d5c0eb04859ab9",
 }
+# Vocabulary 3 (`gradspec run`'s before vocabulary 4), recorded at f4c6622 before the ops of
+# vocabulary 4 were drawn: the capability deriv_ops means nothing to it and changes nothing.
+VOCABULARY_3_DIGESTS = {
+    ("all", 20, 0, 150):
+        "944e9def4cc8b16311c0d09560c7fae3af87f91a384afebd67106b3daacabf9f",
+    ("all", 40, 3000, 50):
+        "69315c0f35af1531f8b63dfe743be8721554d1e0d0d90c7c11bc2c24dfadd7ac",
+    ("no-grad_fn", 20, 0, 100):
+        "489e65b413151430af223c967abfc9ff1bd6f55f3d1e5cb9010fbcb3305dfe46",
+    ("core", 20, 0, 100):
+        "d4bf6d0883f04b110ba767d669e8ab4e6b55c8d04613f0ea0436675e9fc07912",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -73,14 +85,20 @@ def digest(texts) -> str:
     return h.hexdigest()
 
 
-def random_digest(caps: str, size: int, first: int, count: int) -> str:
-    return digest(program_for_seed(s, CAPS[caps], size).dumps()
+def random_digest(caps: str, size: int, first: int, count: int, vocabulary: int = VOCABULARY
+                  ) -> str:
+    return digest(_program_for_seed(s, CAPS[caps], size, vocabulary=vocabulary).dumps()
                   for s in range(first, first + count))
 
 
 @pytest.mark.parametrize("key", list(RANDOM_DIGESTS), ids=lambda k: "-".join(map(str, k)))
 def test_random_programs_are_unchanged(key):
     assert random_digest(*key) == RANDOM_DIGESTS[key]
+
+
+@pytest.mark.parametrize("key", list(VOCABULARY_3_DIGESTS), ids=lambda k: "-".join(map(str, k)))
+def test_vocabulary_3_programs_are_unchanged(key):
+    assert random_digest(*key, vocabulary=3) == VOCABULARY_3_DIGESTS[key]
 
 
 _SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,
@@ -114,5 +132,7 @@ def test_hypothesis_programs_are_unchanged(which):
 if __name__ == "__main__":      # prints the current digests, to record a deliberate change
     for key in RANDOM_DIGESTS:
         print(key, random_digest(*key))
+    for key in VOCABULARY_3_DIGESTS:
+        print(key, "vocabulary 3", random_digest(*key, vocabulary=3))
     for which in HYPOTHESIS_DIGESTS:
         print(which, hypothesis_digest(which))

@@ -57,8 +57,10 @@ def test_leaf_and_observations(pd):
     assert pd.requires_grad(s)
 
 
-# the ops the generator draws; the rows of later vocabularies have no paddle spelling yet
-@pytest.mark.parametrize("fn", sorted(f for f in FUNCTIONS if ROWS[f].since <= GENERATOR_VERSION))
+# the ops the generator draws for paddle: not the rows of capability deriv_ops, which the
+# adapter does not declare (no paddle spelling of them is checked yet)
+@pytest.mark.parametrize("fn", sorted(f for f in FUNCTIONS if ROWS[f].since <= GENERATOR_VERSION
+                                      and ROWS[f].needs in (None, *CAPABILITIES)))
 def test_call_matches_torch_values(pd, th, fn):
     kw = {"pow": {"exponent": 2}, "clamp": {"min": -0.5, "max": 1.0},
           "sum": {"dim": [1], "keepdim": True}, "mean": {"dim": 0, "keepdim": False}}.get(fn, {})

@@ -1,0 +1,35 @@
+"""What each generator vocabulary draws, the capabilities it knows, and the clauses no
+generated program exercises."""
+from __future__ import annotations
+
+# Generator vocabulary versions: the ops a version draws are the op table's rows with `since`
+# at most that version (conformance/lang/ops.py), so a seed drawn at an older version gives
+# the same program byte for byte after ops are added. `gradspec run` draws the newest.
+# Vocabulary 3 also draws graphs that join leaves on purpose, fills programs to their size
+# under Hypothesis too, and ends every program with a sweep of what can be observed.
+# Vocabulary 4 draws the ops of spec/deriv.md (comparisons, casts, floor / sign / round,
+# max / min / argmax / argmin, where) where the engines have them (capability deriv_ops).
+VOCABULARIES = (1, 2, 3, 4)
+GENERATOR_VERSION = VOCABULARIES[-1]
+# the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
+# size 20 give it about the statements and backward passes per program RandomChooser fills
+# to (22.7 against 22.5, 2.4 against 2.9: tests/generator_stats.py measures both); more steps
+# make programs that Hypothesis shrinks less well
+STEPS_PER_STATEMENT = 0.55
+ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
+                    "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
+                    "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops")
+# capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
+# so that its programs stay byte for byte what they were
+CAPABILITY_SINCE = {"deriv_ops": 4}
+# Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
+NOT_GENERATED: dict[str, str] = {
+    "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
+    "INPLACE-11": "rebinding a Python name: a program binds each name once",
+    "API-13": "the grad and backward kinds pass `inputs` as a list, never a dict",
+    "HOOK-17": "node hook behaviours return None or the tuple they were given, scaled",
+    "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
+                  "they give the base is compared as a node name",
+    "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
+    "DERIV-4": "leaf values sit on a grid away from the kinks (model/tables.py)",
+} | {f"DOUBLE-{n}": "the generator does not draw create_graph yet" for n in range(1, 11)}

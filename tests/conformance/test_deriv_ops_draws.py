@@ -1,0 +1,107 @@
+"""Generator vocabulary 4 draws the ops of spec/deriv.md (DERIV-1, DERIV-2, DERIV-3, DERIV-5,
+DERIV-6, DERIV-7, DERIV-8): only for engines that declare deriv_ops, never in an older
+vocabulary, and the ops whose results jump (ops.Op.jumps) only on operands computed from
+leaves by exact ops, so that a last-bit difference between two engines never moves them."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.engines import load_engine
+from conformance.executor import execute
+from conformance.gen.core import ALL_CAPABILITIES, program_for_seed
+from conformance.gen.focus import SCENARIOS, focus_table
+from conformance.judge.compare import compare, precision
+from conformance.lang import ops
+from conformance.lang.program import Program, Stmt
+
+V4 = {r.name for r in ops.OPS if r.needs == "deriv_ops"}
+SEEDS = range(200)
+
+
+def fns(program: Program) -> list[str]:
+    return [s.params["fn"] for _, s in program.walk() if s.op in ("call", "inplace")]
+
+
+def test_every_op_of_deriv_md_is_drawn_and_tagged_with_its_clauses():
+    drawn, tags = set(), {}
+    for seed in SEEDS:
+        for _, s in program_for_seed(seed, None, 20).walk():
+            fn = s.params.get("fn") if s.op in ("call", "inplace") else None
+            if fn in V4:
+                drawn.add(fn)
+                tags.setdefault(fn, set()).update(s.clauses)
+    assert drawn == V4
+    for fn in V4:
+        assert set(ops.ROWS[fn].clauses) <= tags[fn], fn
+
+
+def test_an_engine_without_deriv_ops_is_given_none_of_them():
+    caps = tuple(c for c in ALL_CAPABILITIES if c != "deriv_ops")
+    for seed in SEEDS:
+        p = program_for_seed(seed, caps, 20)
+        assert not V4 & set(fns(p)), seed
+        assert "deriv_ops" not in p.meta["capabilities"]
+        assert not any(c.startswith("DERIV-") for _, s in p.walk() for c in s.clauses)
+
+
+def test_older_vocabularies_neither_draw_nor_record_deriv_ops():
+    for seed in range(50):
+        p = program_for_seed(seed, ALL_CAPABILITIES, 20, vocabulary=3)
+        assert not V4 & set(fns(p)) and "deriv_ops" not in p.meta["capabilities"]
+
+
+def _exact_names(program: Program) -> dict[str, bool]:
+    """name -> computed from leaves by exact ops alone (writes aside): an independent reading
+    of the program, not the generator's model."""
+    exact: dict[str, bool] = {}
+    for _, s in program.walk():
+        if s.op == "leaf":
+            exact[s.out] = True
+        elif s.op == "call":
+            row = ops.ROWS[s.params["fn"]]
+            exact[s.out] = (row.exact or row.dtype in ("bool", "int64")) and all(
+                exact.get(a, False) for a in s.args if isinstance(a, str))
+        elif s.op in ("view", "getitem", "detach", "data") and s.out:
+            exact[s.out] = exact.get(s.target, False)
+    return exact
+
+
+def test_ops_whose_results_jump_take_exactly_computed_operands():
+    checked = 0
+    for seed in SEEDS:
+        p = program_for_seed(seed, None, 20)
+        exact = _exact_names(p)
+        for _, s in p.walk():
+            fn = s.params.get("fn") if s.op in ("call", "inplace") else None
+            if fn and ops.ROWS[fn].jumps:
+                operands = [a for a in s.args if isinstance(a, str)][:1] if s.op == "call" \
+                    else [s.target]
+                assert all(exact[a] for a in operands), (seed, s)
+                checked += 1
+    assert checked > 40
+
+
+def test_a_cast_to_float32_sets_the_tolerance_of_the_program():
+    p = Program([Stmt("leaf", out="x", params={"values": [0.5], "shape": [1],
+                                               "dtype": "float64"}),
+                 Stmt("call", out="y", args=["x"], params={"fn": "float", "kw": {}})])
+    assert precision(p) == "float32"
+    p.statements.pop()
+    assert precision(p) == "float64"
+
+
+def test_vocabulary_4_has_scenarios_of_its_own_that_vocabulary_3_never_draws():
+    v3 = dict(focus_table(frozenset(ALL_CAPABILITIES), 3))
+    v4 = dict(focus_table(frozenset(ALL_CAPABILITIES), 4))
+    new = {n for n, (needs, _, _) in SCENARIOS.items() if "deriv_ops" in needs}
+    assert len(new) == 3 and not new & set(v3) and new <= set(v4)
+
+
+@pytest.mark.parametrize("engine", ["refimpl", "torch"])
+def test_programs_of_vocabulary_4_agree_with_torch(engine):
+    oracle, other = load_engine("torch"), load_engine(engine)
+    caps = frozenset(oracle.capabilities) & frozenset(other.capabilities)
+    assert "deriv_ops" in caps
+    for seed in range(100):
+        p = program_for_seed(seed, caps, 20)
+        assert compare(p, execute(p, oracle), execute(p, other)) == [], seed
