@@ -106,6 +106,17 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="gradspec-parent-watch", daemon=True).start()
 
 
+def _one_torch_thread() -> None:
+    """Run torch's ops in this worker on one thread. A worker forked from a process whose
+    torch had started its OpenMP thread pool (a `max(dim)` does, on any size: the pytest
+    plugin's campaign forks from a test process that may have run one) hangs in its next
+    parallel region; on one thread torch never enters one. Programs hold a few elements:
+    threads buy nothing there."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(1)
+
+
 def _alive(pid: int) -> bool:
     """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
     try:
@@ -133,11 +144,13 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
     'fatal' message)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
+    _one_torch_thread()
     try:
         state = setup(progress, *setup_args)
     except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
         conn.send(("fatal", -1, f"{exc}"))
         return
+    _one_torch_thread()
     while True:
         try:
             task = conn.recv()

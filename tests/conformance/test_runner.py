@@ -96,3 +96,26 @@ def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
     assert [d["index"] for d in report.divergences] == bad and report.exit_code == 1
     assert all(d["what"] == "internal" and "KeyError" in d["traceback"]
                for d in report.divergences)
+
+
+FORKED_AFTER_THREADS = """
+import sys, torch
+torch.tensor([[1.0, 3.0], [2.0, 0.5]]).max(0)    # starts torch's OpenMP pool in this process
+from conformance.runner import run_campaign
+report = run_campaign("torch", "torch", count=30, jobs=1, timeout=5.0, out_dir=sys.argv[1],
+                      progress=None)
+print(report.exit_code, report.programs, len(report.oracle_failures + report.crashes + report.timeouts))
+"""
+
+
+def test_workers_forked_from_a_process_whose_torch_started_threads_do_not_hang(tmp_path):
+    # the pytest plugin forks its campaign's workers from a test process that may have run
+    # any torch op: a worker that inherits a started OpenMP pool hangs in its next parallel
+    # region unless it runs torch on one thread (campaign/pool.py)
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", FORKED_AFTER_THREADS, str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=240,
+                       env={**__import__("os").environ, "GRADSPEC_START_METHOD": "fork"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["0", "30", "0"], r.stdout
