@@ -23,6 +23,7 @@ from ..kinds import KINDS
 from ..kinds.backward import joined
 from ..kinds.registry import weight_in
 from ..lang.ops import INPLACE_SAVES_OUTPUT
+from ..lang.program import Stmt
 from ..model import T, predict, reach
 from ..model.tables import VALUES_3
 from . import errors, errors_backward
@@ -327,6 +328,19 @@ def selection_ties(g: Any) -> bool:
     x = g.make_leaf(shape=g.choice("tied shape", [(4,), (2, 2)]), rg=True, values=[v, v, w, w])
     y = _made(g, g.choice("selection", ["max", "min", "max_dim", "min_dim"]), x)
     return y is not None and _backward(g, y)
+
+
+@scenario("an in-place op between two disjoint views of one tensor, then backward",
+          ("views", "inplace"), weight=0, reweighted=((4, 3),))
+def disjoint_views(g: Any) -> bool:
+    a = g.make_leaf(shape=g.choice("rows of", [(2,), (2, 3), (3, 2), (2, 2)]), rg=True)
+    y = g.call1(a, "mul", [2.0], {}, [])
+    v0, v1 = (KINDS["getitem"].emit(g, y, [i]) for i in g.choice("rows", [(0, 1), (1, 0)]))
+    fn = g.choice("in-place fn", ["add_", "sub_", "copy_"])     # saving nothing of v1
+    cl = g.apply_inplace(v0, [v1], False)
+    g.emit(Stmt("inplace", target=v0.name, args=[v1.name], params={"fn": fn, "kw": {}}), cl)
+    _backward(g, y)
+    return KINDS["observe"].draw(g, a, "grad")
 
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much

@@ -309,7 +309,8 @@ class View(Kind):
         a = g.pick("view of", lambda t: t.is_float)
         if a is None:
             return False
-        fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3))
+        fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
+                                                      more=g.vocabulary >= 4))
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
@@ -350,9 +351,13 @@ class Getitem(Kind):
         a = g.pick("index into", lambda t: t.is_float and t.ndim >= 1)
         if a is None:
             return False
-        index = g.draw_index(a, wide=g.vocabulary >= 3)
+        self.emit(g, a, g.draw_index(a, wide=g.vocabulary >= 3))
+        return True
+
+    def emit(self, g, a: T, index: list[Any]) -> T:
+        """Emit out = a[index]; the view it makes."""
         noncontig = any(isinstance(i, dict) and i["slice"][2] for i in index) or len(index) > 1
         t = g.add_view(a, index_shape(a.shape, index), noncontig, False)
         g.emit(Stmt("getitem", out=t.name, target=a.name, params={"index": index}),
                ["GRAPH-10"] + (["GRAPH-1"] if t.rg else []))
-        return True
+        return t

@@ -15,7 +15,7 @@ from conformance.lang import ops
 from conformance.lang.program import Program, Stmt
 
 V4 = {r.name for r in ops.OPS if r.needs == "deriv_ops"}
-SEEDS = range(200)
+SEEDS = range(400)
 
 
 def fns(program: Program) -> list[str]:
