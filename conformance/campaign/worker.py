@@ -146,11 +146,12 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
     runs, opt = state
     what, arg = payload
     try:
-        if what == "probe":         # capability `arg` probed (judge/probes.py), in a worker
-            from ..judge.probes import probe  # that goes on to the next: the probes ran in
-            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, False  # one
-            #                                     process before, and starting an engine
-            #                                     (torch.compile) per probe costs seconds
+        if what == "probe":
+            # capability `arg` probed (judge/probes.py), in a worker that goes on to the
+            # next: the probes ran in one process before, and starting an engine
+            # (torch.compile) per probe costs seconds
+            from ..judge.probes import probe
+            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, False
         if what == "program":
             program = Program.from_json(arg)
             o, e, found = runs.judge(program)

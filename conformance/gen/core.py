@@ -57,6 +57,8 @@ class Gen(BackwardPasses):
         self.vocabulary = vocabulary
         self.caps = frozenset(c for c in caps if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
         self.call_fns, self.inplace_fns = _op_draws(vocabulary, self.caps)
+        self.smooth_inplace_fns = tuple((f, w) for f, w in self.inplace_fns
+                                        if not ops.ROWS[f].jumps)
         self.size = size
         self.tensors: dict[str, T] = {}
         self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)

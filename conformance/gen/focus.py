@@ -21,7 +21,9 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..kinds.backward import joined
+from ..kinds.deriv_ops import FLOAT_CASTS
 from ..kinds.registry import weight_in
+from ..lang import ops
 from ..lang.ops import INPLACE_SAVES_OUTPUT
 from ..lang.program import Stmt
 from ..model import T, predict, reach
@@ -36,6 +38,8 @@ REWEIGHTED = ((3, 60), (4, 90))
 def weight(vocabulary: int) -> int:
     """The weight of "focus" in the statement draw of a generator vocabulary."""
     return weight_in(vocabulary, 0, REWEIGHTED)
+# the selections whose result is a value, not an index: max and min, over all or along a dim
+SELECTIONS = [r.name for r in ops.OPS if r.family == "select" and r.dtype is None]
 Scenario = Callable[[Any], bool]
 SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
 # scenario -> (vocabulary, weight from it on): from vocabulary 4 those whose clauses the
@@ -303,9 +307,9 @@ def _made(g: Any, fn: str, a: T) -> T | None:
     return g.tensors[g.out[-1].out] if KINDS["call"].emit(g, fn, a) else None
 
 
-@scenario("where between two graphs, then backward", ("deriv_ops",), weight=0,
+@scenario("where with a graph as its first operand, then backward", ("deriv_ops",), weight=0,
           reweighted=((4, 4),))
-def where_between(g: Any) -> bool:
+def where_of_a_graph(g: Any) -> bool:
     y = _made(g, "where", _nonleaf(g))      # its condition drawn or made (kinds/deriv_ops.py)
     return y is not None and _backward(g, y)
 
@@ -314,7 +318,7 @@ def where_between(g: Any) -> bool:
           ("deriv_ops",), weight=0, reweighted=((4, 3),))
 def cast_then_backward(g: Any) -> bool:
     x = g.rg_tensor("cast of", lambda u: u.leaf)
-    y = _made(g, "double" if x.dtype == "float32" else "float", x)
+    y = _made(g, FLOAT_CASTS["float64" if x.dtype == "float32" else "float32"], x)
     if y is None:
         return False
     _backward(g, KINDS["call"].join(g, y) or y)
@@ -326,7 +330,7 @@ def cast_then_backward(g: Any) -> bool:
 def selection_ties(g: Any) -> bool:
     v, w = g.choice("tied value", VALUES_3), g.choice("other value", VALUES_3)
     x = g.make_leaf(shape=g.choice("tied shape", [(4,), (2, 2)]), rg=True, values=[v, v, w, w])
-    y = _made(g, g.choice("selection", ["max", "min", "max_dim", "min_dim"]), x)
+    y = _made(g, g.choice("selection", SELECTIONS), x)
     return y is not None and _backward(g, y)
 
 

@@ -31,7 +31,7 @@ def exact_operand(g: Any, label: str, fits: Callable[[T], bool] = lambda t: True
     return g.pick(label, lambda t: t.is_float and t.exact_now() and fits(t))
 
 
-_FLOAT_CASTS = {r.dtype: r.name for r in ops.OPS if r.family == "cast" and r.dtype != "int64"}
+FLOAT_CASTS = {r.dtype: r.name for r in ops.OPS if r.family == "cast" and r.dtype != "int64"}
 
 
 def _compare(g, fn: str, a: T, emit) -> tuple[str, Drawn]:
@@ -45,7 +45,7 @@ def _cast(g, fn: str, a: T, emit) -> tuple[str, Drawn]:
     dtype = ops.ROWS[fn].dtype
     if dtype == a.dtype:                # the other float cast: this one would return a itself
         dtype = "float32" if dtype == "float64" else "float64"
-        fn = _FLOAT_CASTS[dtype]
+        fn = FLOAT_CASTS[dtype]
     return fn, ([a.name], [] if dtype == "int64" else [a], [], a.shape, dtype, {}, [])
 
 

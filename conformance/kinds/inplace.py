@@ -43,10 +43,12 @@ class Inplace(Kind):
             return False
         fn = fn or g.weighted("in-place fn", g.inplace_fns)
         if ops.ROWS[fn].jumps and not t.exact_now():    # see ops.Op.jumps
-            t = None if target else g.pick("exact in-place target",
-                                           lambda u: u.exact_now() and g.inplace_ok(u))
-            if t is None:
-                return False
+            if target is not None:      # the target is given: an op that does not jump
+                fn = g.weighted("smooth in-place fn", g.smooth_inplace_fns)
+            else:
+                t = g.pick("exact in-place target", lambda u: u.exact_now() and g.inplace_ok(u))
+                if t is None:
+                    return False
         args, kw, tensors = self._draw_operands(g, t, fn)
         cl = g.apply_inplace(t, tensors, fn in ops.INPLACE_SAVES_OUTPUT,
                              holds=fn in ops.INPLACE_HOLDS) + list(ops.ROWS[fn].clauses)

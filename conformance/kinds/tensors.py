@@ -163,7 +163,7 @@ class Call(Kind):
         cl += row.clauses
         if dtype in deriv_ops.NONDIFF_DTYPES:       # never requires grad (DERIV-1)
             t = g.result(shape, dtype, [])
-            t.exact = True
+            t.exact = all(g.tensors[n].exact_now() for n in args if isinstance(n, str))
             g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
             return True
         rg_in = any(i.rg for i in inputs)
@@ -310,7 +310,7 @@ class View(Kind):
         if a is None:
             return False
         fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
-                                                      more=g.vocabulary >= 4))
+                                                      squeezes=g.vocabulary >= 4))
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1

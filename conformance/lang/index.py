@@ -51,5 +51,3 @@ def index_source(items: Sequence[Any], as_tuple: bool = False) -> str:
     if not out:
         return "()"
     return ", ".join(out) + ("," if as_tuple and len(out) == 1 else "")
-
-

@@ -285,13 +285,21 @@ def lookup(kind: str, name: Any) -> Op:
                       f"(conformance/lang/ops.py)") from None
 
 
+# (vocabulary, factor): from vocabulary 4 the rows before it weigh twice their weight, so that
+# its rows of weight 1 take about a fifth of the draws
+EARLIER_ROWS = ((4, 2),)
+
+
 def weights(kind: str, version: int = 1, capabilities: frozenset[str] | None = None
             ) -> list[tuple[str, int]]:
     """(name, weight) in draw order, for the ops of a generator vocabulary version that the
-    capabilities (None: all) cover. From vocabulary 4 the rows before it weigh twice their
-    weight, so that its 22 rows of weight 1 take about a fifth of the draws."""
-    scale = 2 if version >= 4 else 1
-    return [(n, ROWS[n].weight * (scale if ROWS[n].since < 4 else 1)) for n in DRAW_ORDER[kind]
+    capabilities (None: all) cover, the rows of earlier vocabularies scaled by EARLIER_ROWS."""
+    scale = 1
+    for since, factor in EARLIER_ROWS:
+        if version >= since:
+            scale = factor
+    return [(n, ROWS[n].weight * (scale if ROWS[n].since < version else 1))
+            for n in DRAW_ORDER[kind]
             if ROWS[n].since <= version and (capabilities is None or ROWS[n].needs is None
                                              or ROWS[n].needs in capabilities)]
 

@@ -67,20 +67,20 @@ def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
 ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
 
 
-def view_options(a: T, inferred: bool = False, more: bool = False) -> tuple[ViewOption, ...]:
+def view_options(a: T, inferred: bool = False, squeezes: bool = False) -> tuple[ViewOption, ...]:
     """(fn, kw, result shape) of every view of a the generator draws from, in draw order;
     `inferred` adds the forms with a size of -1 (reshape and view infer it, expand keeps the
-    dim), `more` (vocabulary 4) squeeze without a dim, squeeze of a 0-d tensor and transpose
+    dim), `squeezes` (vocabulary 4) squeeze without a dim, squeeze of a 0-d tensor and transpose
     by negative dims. The options are shared between calls: copy the kw of the one you use
     (copy_kw)."""
     opts = _view_options(a.shape, a.contiguous)
     if inferred:
         opts += _inferred(a.shape, a.contiguous)
-    return opts + _more(a.shape) if more else opts
+    return opts + _squeezes(a.shape) if squeezes else opts
 
 
 @functools.cache
-def _more(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+def _squeezes(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
     opts: list[ViewOption] = [("squeeze", {}, tuple(s for s in shape if s != 1))]
     if not shape:
         opts += [("squeeze", {"dim": 0}, ()), ("squeeze", {"dim": -1}, ())]

@@ -86,13 +86,17 @@ class T:
         """Both engines hold its values bit for bit: computed from leaves by exact ops only,
         and no write has reached its memory since (the ops whose results jump at some inputs
         are drawn on such tensors only: ops.Op.jumps)."""
+        if not self.exact:
+            return False
         own, mem = self.storage, self.memory().storage
-        return self.exact and not (own.overwritten or mem.overwritten or own.doubt or mem.doubt)
+        # a copy that torch may have made a view (Storage.may_reach) reads what its source holds
+        return not any(s.overwritten or s.doubt for s in (own, mem, *own.may_reach,
+                                                          *mem.may_reach))
 
     def wrote(self) -> None:
-        """Record an in-place write into its memory."""
-        self.storage.overwritten = self.memory().storage.overwritten = True
-        for s in self.storage.may_reach:
+        """Record an in-place write into its memory (and into what it may be a view of)."""
+        own, mem = self.storage, self.memory().storage
+        for s in (own, mem, *own.may_reach, *mem.may_reach):
             s.overwritten = True
 
     def memory(self) -> T:

@@ -104,7 +104,8 @@ torch.tensor([[1.0, 3.0], [2.0, 0.5]]).max(0)    # starts torch's OpenMP pool in
 from conformance.runner import run_campaign
 report = run_campaign("torch", "torch", count=30, jobs=1, timeout=5.0, out_dir=sys.argv[1],
                       progress=None)
-print(report.exit_code, report.programs, len(report.oracle_failures + report.crashes + report.timeouts))
+unjudged = report.oracle_failures + report.crashes + report.timeouts
+print(report.exit_code, report.programs, len(unjudged))
 """
 
 
