@@ -25,7 +25,7 @@ from ..lang import ops
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
-from ..model.tables import LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
+from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
 from . import errors
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
@@ -171,7 +171,7 @@ class Gen(BackwardPasses):
                                                   "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
-              hidden=hidden, exact=True)
+              hidden=hidden, exact=True, at_kink=any(v in KINKS for v in values))
         self.tensors[name] = t
         return t
 
@@ -208,7 +208,7 @@ class Gen(BackwardPasses):
         t = self.result(shape, a.dtype, [a], origin="view")
         t.storage = a.storage
         t.shares = a.memory()
-        t.exact = a.exact_now()
+        t.exact, t.at_kink = a.exact_now(), a.at_kink
         t.made_at, t.doubt_at = a.storage.version, a.storage.doubt
         t.base = base
         base.views.append(t)

@@ -27,7 +27,7 @@ from ..lang import ops
 from ..lang.ops import INPLACE_SAVES_OUTPUT
 from ..lang.program import Stmt
 from ..model import T, predict, reach
-from ..model.tables import VALUES_3
+from ..model.tables import KINKS, VALUES_3
 from . import errors, errors_backward
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
@@ -40,6 +40,8 @@ def weight(vocabulary: int) -> int:
     return weight_in(vocabulary, 0, REWEIGHTED)
 # the selections whose result is a value, not an index: max and min, over all or along a dim
 SELECTIONS = [r.name for r in ops.OPS if r.family == "select" and r.dtype is None]
+# the calls with kinks (DERIV-4: relu, abs, sqrt, pow, clamp)
+KINK_OPS = [r.name for r in ops.OPS if r.kink_clause and r.kind == "call"]
 Scenario = Callable[[Any], bool]
 SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
 # scenario -> (vocabulary, weight from it on): from vocabulary 4 those whose clauses the
@@ -332,6 +334,18 @@ def selection_ties(g: Any) -> bool:
     x = g.make_leaf(shape=g.choice("tied shape", [(4,), (2, 2)]), rg=True, values=[v, v, w, w])
     y = _made(g, g.choice("selection", SELECTIONS), x)
     return y is not None and _backward(g, y)
+
+
+@scenario("an op at its kinks, then backward and the leaf's .grad", weight=0,
+          reweighted=((4, 3),))
+def at_kinks(g: Any) -> bool:
+    x = g.make_leaf(shape=g.choice("kinks shape", [(4,), (2, 2)]), rg=True,
+                    values=[*KINKS, g.choice("value", VALUES_3)])
+    y = _made(g, g.choice("op with kinks", KINK_OPS), x)
+    if y is None:
+        return False
+    _backward(g, y)
+    return KINDS["observe"].draw(g, x, "grad")
 
 
 @scenario("an in-place op between two disjoint views of one tensor, then backward",

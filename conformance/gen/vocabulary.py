@@ -31,6 +31,4 @@ NOT_GENERATED: dict[str, str] = {
     "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
                   "they give the base is compared as a node name",
     "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
-    "DERIV-4": "leaf values sit on a grid away from the kinks (model/tables.py); exact zeros "
-               "reach them only through floor, sign and round (vocabulary 4), untagged",
 } | {f"DOUBLE-{n}": "the generator does not draw create_graph yet" for n in range(1, 11)}

@@ -34,7 +34,8 @@ class Detach(Kind):
         g.tensors[name] = T(name, a.shape, a.dtype, False, True,
                             Storage() if data else a.storage,
                             origin="data" if data else "detach", expanded=a.expanded,
-                            contiguous=a.contiguous, shares=a.memory(), exact=a.exact_now())
+                            contiguous=a.contiguous, shares=a.memory(), exact=a.exact_now(),
+                            at_kink=a.at_kink)
         g.emit(Stmt("data" if data else "detach", out=name, target=a.name),
                ["VER-6", "INPLACE-5"] if data else ["LEAF-4", "VER-5"])
         return True

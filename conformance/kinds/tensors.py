@@ -166,6 +166,8 @@ class Call(Kind):
             t.exact = all(g.tensors[n].exact_now() for n in args if isinstance(n, str))
             g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
             return True
+        if row.kink_clause and any(i.at_kink for i in inputs):
+            cl.append(row.kink_clause)
         rg_in = any(i.rg for i in inputs)
         t = g.result(shape, dtype, inputs, saved if rg_in else [])
         t.exact = row.exact and all(i.exact_now() for i in inputs)

@@ -84,6 +84,7 @@ class Op:
     #                                     comparisons, argmax)
     clauses: tuple[str, ...] = ()       # the clauses a statement running it exercises
     node_clause: str | None = None      # ... and the one naming its node, when it records one
+    kink_clause: str | None = None      # ... and the one of its kinks, on an operand at one
 
     extra: int = field(init=False)      # operands after the target (or a call's first one)
 
@@ -160,6 +161,7 @@ _EXPONENTS = (2, 3, -1, 0.5)
 _CLAMP_BOUNDS = ((-0.6, 0.8), (None, 0.8), (-0.6, None))   # (min, max)
 _POW = {"exponent": _EXPONENTS}
 _CLAMP = {"bounds": _CLAMP_BOUNDS}
+_KINK = {"kink_clause": "DERIV-4"}         # relu, abs, sqrt, pow and clamp have kinks
 
 
 def _unary(name: str, saves: str | None = None, weight: int = 1, inplace: bool = True,
@@ -208,12 +210,14 @@ OPS: tuple[Op, ...] = (
     # unary
     _unary("neg", exact=True), _unary("exp", "output", 2), _unary("log", "input"),
     _unary("sin", "input", 2), _unary("cos", "input"), _unary("tanh", "output", 2),
-    _unary("sigmoid", "output", 2), _unary("relu", "output", 2, exact=True),
-    _unary("abs", "input", exact=True), _unary("clone", inplace=False, exact=True),
-    _unary("sqrt", "output", 1, since=2),
+    _unary("sigmoid", "output", 2), _unary("relu", "output", 2, exact=True, **_KINK),
+    _unary("abs", "input", exact=True, **_KINK), _unary("clone", inplace=False, exact=True),
+    _unary("sqrt", "output", 1, since=2, **_KINK),
     # unary with settings
-    _unary("pow", "input", 3, form="exponent", kw=("exponent",), draws=_POW, operator="**"),
-    _unary("clamp", "input", 1, form="bounds", kw=("min", "max"), draws=_CLAMP, exact=True),
+    _unary("pow", "input", 3, form="exponent", kw=("exponent",), draws=_POW, operator="**",
+           **_KINK),
+    _unary("clamp", "input", 1, form="bounds", kw=("min", "max"), draws=_CLAMP, exact=True,
+           **_KINK),
     Op("sum", "reduce", 1, form="reduce", kw=("dim", "keepdim"), function="sum", weight=5),
     Op("mean", "reduce", 1, form="reduce", kw=("dim", "keepdim"), function="mean", weight=2),
     # linear algebra

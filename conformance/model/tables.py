@@ -1,7 +1,8 @@
 """The grids programs are drawn from, and the weights of the generator's choices.
 
 Leaf values sit on a grid away from 0 and from the clamp bounds, so that no derivative is
-taken at a kink (relu, abs and clamp at their corners are not what the spec is about).
+taken at a kink by chance; from vocabulary 4 one scenario's leaf holds them on purpose
+(KINKS: DERIV-4 says what the derivative there is).
 Weighted tables are tuples of (option, weight), listed simplest first (shrinking goes towards
 option 0) and kept as constants, so that a chooser may precompute their cumulative weights.
 What each op saves for backward, its settings' values and its draw weight are rows of the
@@ -16,6 +17,12 @@ VALUES = [0.5, 1.0, -0.5, 1.5, -1.0, 2.0, -1.5, 0.25, -2.0, 0.75, -0.25, 1.25]
 # vocabulary 3 joins leaves far more often (a + b of two leaves): no value is another's
 # negative, so that two leaves never sum to an exact 0 (a kink of relu, abs, sqrt and pow)
 VALUES_3 = [0.5, 1.0, -0.75, 1.5, -1.25, 2.0, -1.75, 0.25, -2.5, 1.25, -0.375, 0.625]
+# vocabulary 4: the kinks of spec/deriv.md's DERIV-4 (relu, abs, sqrt and pow at 0, clamp at
+# the bounds it draws): the values of the leaf of a scenario (gen/focus.py, at_kinks). Not
+# drawn into other leaves: a 0 times a negative number is -0.0, where torch 2.13's derivative
+# of pow(x, 0.5) is -inf and 0.5 * x ** -0.5 in IEEE arithmetic (refimpl's) +inf, and spec 1.2
+# does not say which sign an engine owes there
+KINKS = [0.0, -0.6, 0.8]
 NUMBERS = [2.0, 0.5, -1.0, 3.0, 1.5]
 FACTORS = [2.0, -1.0, 0.5]
 

@@ -69,6 +69,7 @@ class T:
     shares: T | None = None          # the tensor whose memory it shares (a view, detach() or
     #                                  .data of it; `storage` is the version counter only)
     exact: bool = False              # computed from leaves by exact ops only (ops.Op.exact)
+    at_kink: bool = False            # a leaf holding a value of tables.KINKS, or a view of one
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:
