@@ -14,8 +14,7 @@ from typing import Any
 
 from .. import model
 from ..kinds import of
-from ..kinds.registry import weight_in
-from ..lang.ops import AUGMENTED, ROWS
+from ..lang.ops import AUGMENTED, ROWS, weight_in
 from ..lang.program import Stmt
 from ..model import T
 from ..model.tables import NUMBERS, SHAPES

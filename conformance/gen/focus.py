@@ -22,9 +22,8 @@ from typing import Any
 from ..kinds import KINDS
 from ..kinds.backward import joined
 from ..kinds.deriv_ops import FLOAT_CASTS
-from ..kinds.registry import weight_in
 from ..lang import ops
-from ..lang.ops import INPLACE_SAVES_OUTPUT
+from ..lang.ops import INPLACE_SAVES_OUTPUT, weight_in
 from ..lang.program import Stmt
 from ..model import T, predict, reach
 from ..model.tables import KINKS, VALUES_3

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..lang.ops import weight_in
 from ..lang.program import KINDS as LANGUAGE_KINDS
 
 # The kinds in the language's one order: listings, and the generator's statement draw, which
@@ -150,15 +151,6 @@ class Kind:
         older vocabularies, so that their programs stay as they were)."""
         return 0 if vocabulary < self.since else weight_in(vocabulary, self.weight,
                                                             self.reweighted)
-
-
-def weight_in(vocabulary: int, weight: int, reweighted: tuple[tuple[int, int], ...]) -> int:
-    """A draw weight in a generator vocabulary: `weight`, or the last (vocabulary, weight)
-    of `reweighted` whose vocabulary it has reached."""
-    for since, w in reweighted:
-        if vocabulary >= since:
-            weight = w
-    return weight
 
 
 # The registry is the program language's table of kinds (conformance/lang/program.py reads

@@ -289,6 +289,15 @@ def lookup(kind: str, name: Any) -> Op:
                       f"(conformance/lang/ops.py)") from None
 
 
+def weight_in(vocabulary: int, weight: int, reweighted: tuple[tuple[int, int], ...]) -> int:
+    """A draw weight in a generator vocabulary: `weight`, or the last (vocabulary, weight)
+    of `reweighted` whose vocabulary it has reached."""
+    for since, w in reweighted:
+        if vocabulary >= since:
+            weight = w
+    return weight
+
+
 # (vocabulary, factor): from vocabulary 4 the rows before it weigh twice their weight, so that
 # its rows of weight 1 take about a fifth of the draws
 EARLIER_ROWS = ((4, 2),)
@@ -298,10 +307,7 @@ def weights(kind: str, version: int = 1, capabilities: frozenset[str] | None = N
             ) -> list[tuple[str, int]]:
     """(name, weight) in draw order, for the ops of a generator vocabulary version that the
     capabilities (None: all) cover, the rows of earlier vocabularies scaled by EARLIER_ROWS."""
-    scale = 1
-    for since, factor in EARLIER_ROWS:
-        if version >= since:
-            scale = factor
+    scale = weight_in(version, 1, EARLIER_ROWS)
     return [(n, ROWS[n].weight * (scale if ROWS[n].since < version else 1))
             for n in DRAW_ORDER[kind]
             if ROWS[n].since <= version and (capabilities is None or ROWS[n].needs is None
