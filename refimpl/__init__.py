@@ -2,14 +2,15 @@
 
 `import refimpl as torch` runs programs within the spec's subset unchanged (spec/README.md,
 "Scope"). The public names mirror torch's: construction (tensor, ones, zeros, *_like, arange,
-randn seeded by manual_seed), grad modes, autograd.grad / autograd.backward, dtypes.
+randn and rand seeded by manual_seed), grad modes, autograd.grad / autograd.backward, dtypes,
+and `nn` (Module, Parameter, Linear: refimpl/nn).
 
-randn draws from Python's own generator: seeded runs repeat, but the values differ from torch's
-(UNSPEC-4).
+randn and rand draw from Python's own generator: seeded runs repeat, but the values differ from
+torch's (UNSPEC-4).
 """
 from __future__ import annotations
 
-from . import autograd, backend, dtypes, ops
+from . import autograd, backend, dtypes, nn, ops
 from . import factories as _fac
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import discrete as _disc
@@ -20,7 +21,7 @@ from .ops import reduce as _red
 from .ops import views as _views
 from .tensor import Size, Tensor, device
 
-__all__ = ["autograd", "backend", "ops", "Tensor", "Size", "device", "tensor", "no_grad",
+__all__ = ["autograd", "backend", "nn", "ops", "Tensor", "Size", "device", "tensor", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 dtype = dtypes.dtype
 bool, float32, float64, int64 = dtypes.bool_, dtypes.float32, dtypes.float64, dtypes.int64  # noqa: A001
@@ -31,6 +32,7 @@ __version__ = "2.13.0"  # the torch release whose semantics refimpl implements
 tensor, full, arange, manual_seed = _fac.from_data, _fac.full, _fac.arange, _fac.manual_seed
 ones, zeros, ones_like, zeros_like = _fac.ones, _fac.zeros, _fac.ones_like, _fac.zeros_like
 randn, randn_like, set_requires_grad = _fac.randn, _fac.randn_like, _fac.set_requires_grad
+rand = _fac.rand
 set_default_device = backend.set_default_device
 set_warn_always = autograd.set_warn_always  # warnings torch gives once (DOUBLE-8)
 is_warn_always_enabled = autograd.is_warn_always_enabled
@@ -45,7 +47,7 @@ add, sub, mul, div, neg, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.neg, _ew.
 exp, log, sin, cos, tanh, sigmoid = _ew.exp, _ew.log, _ew.sin, _ew.cos, _ew.tanh, _ew.sigmoid
 sqrt = _ew.sqrt
 relu, abs, clamp, clip, reciprocal = _ew.relu, _ew.abs, _ew.clamp, _ew.clamp, _ew.reciprocal  # noqa: A001
-sum, mean, matmul = _red.sum, _red.mean, _la.matmul  # noqa: A001
+sum, mean, matmul, addmm = _red.sum, _red.mean, _la.matmul, _la.addmm  # noqa: A001
 mm = mv = dot = _la.matmul
 reshape, t, transpose = _views.reshape, _views.t, _views.transpose
 squeeze, unsqueeze, clone = _views.squeeze, _views.unsqueeze, _ip.clone

@@ -1,8 +1,8 @@
 """Making tensors: torch.tensor (`from_data`), ones, zeros, full, arange, the *_like forms, and
-randn seeded by manual_seed (LEAF-15 for their requires_grad=).
+randn and rand seeded by manual_seed (LEAF-15 for their requires_grad=).
 
-randn draws from Python's own generator: seeded runs repeat, but the values differ from torch's
-(UNSPEC-4).
+randn and rand draw from Python's own generator: seeded runs repeat, but the values differ from
+torch's (UNSPEC-4).
 """
 from __future__ import annotations
 
@@ -95,10 +95,20 @@ def manual_seed(seed):
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
+    return _random(lambda: _rng.gauss(0.0, 1.0), size, dtype, device, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform on [0, 1): as torch, a multiple of 2**-24 in float32 (2**-53 in float64), which
+    the dtype holds exactly, so that no value rounds up to 1."""
+    bits = 53 if dtype is dtypes.float64 else 24
+    return _random(lambda: _rng.getrandbits(bits) / 2 ** bits, size, dtype, device, requires_grad)
+
+
+def _random(draw, size, dtype, device, requires_grad):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    n = Size(size).numel()
-    values = [_rng.gauss(0.0, 1.0) for _ in range(n)]
+    values = [draw() for _ in range(Size(size).numel())]
     be = backend.get(device)
     arr = be.xp.reshape(be.xp.asarray(values, dtype=be.native[dtype or float32]), tuple(size))
     t = wrap(be, arr)

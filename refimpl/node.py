@@ -121,7 +121,8 @@ def _accumulate(node, grad):
     leaf = node.variable
     if leaf._grad_fn is not None:  # an in-place op gave the leaf a history since
         raise RuntimeError("leaf variable has been moved into the graph interior")
-    if grad.__class__ is leaf.__class__:  # create_graph: the gradient is a tensor (DOUBLE-3)
+    if isinstance(leaf, grad.__class__):  # create_graph: the gradient is a tensor (DOUBLE-3);
+        # isinstance, as the leaf may be a subclass of it (an nn.Parameter)
         if grad_mode.enabled[0] and leaf._requires_grad:
             _accumulate_recorded(leaf, grad)
             grad = None

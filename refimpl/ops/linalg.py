@@ -2,7 +2,8 @@
 the formulas run on tensors under create_graph too (DOUBLE-2).
 
 1-D @ 1-D is DotBackward0, 2-D @ 1-D MvBackward0, 2-D @ 2-D MmBackward0; 1-D @ 2-D goes through
-unsqueeze, mm and squeeze.
+unsqueeze, mm and squeeze. `addmm` (bias + mat1 @ mat2, AddmmBackward0) and `linear` (what
+nn.Linear computes, through addmm or matmul as torch chooses) are here too.
 Each saves an operand only when the other one needs a gradient. With a batch, torch either folds
 it into matrix rows (mm) or expands both operands and calls bmm; refimpl follows the same rule,
 since the reshapes on the way decide which operands are saved as copies, which later writes do
@@ -64,6 +65,71 @@ def matmul(a, b):
     b3 = views.reshape(views.expand(b, *batch, m2, p), nb, m2, p)
     out = _two(a3, b3, "BmmBackward0", _mm_bw)
     return views.unsafe_view(out, batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ()))
+
+
+def addmm(bias, mat1, mat2, *, beta=1, alpha=1):  # saves: each matrix if the other needs grad
+    """bias + mat1 @ mat2 as one AddmmBackward0 node, torch's addmm with beta = alpha = 1; bias
+    broadcasts to the product's shape, and the engine sums its gradient back (LEAF-8)."""
+    if beta != 1 or alpha != 1:
+        raise NotImplementedError("refimpl's addmm computes bias + mat1 @ mat2 only (beta = "
+                                  "alpha = 1)")
+    for name, x in (("self", bias), ("mat1", mat1)):  # torch checks dtypes first, then shapes
+        if x._dtype is not mat2._dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{x._dtype.c_name.capitalize()} and "
+                               f"{mat2._dtype.c_name.capitalize()}")
+    for name, x in (("mat1", mat1), ("mat2", mat2)):
+        if x._data.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {x._data.ndim}-D tensor")
+    _check_inner(mat1._data.shape, mat2._data.shape)
+    shape = (mat1._data.shape[0], mat2._data.shape[1])
+    if tuple(bias._data.shape) != shape:
+        views.expand(bias.detach(), *shape)  # raises torch's message where bias cannot broadcast
+    xp = mat1._be.xp
+    product = xp.matmul(mat1._data, mat2._data)
+    out, node = record(bias._data + product, mat1._be, "AddmmBackward0", _addmm_bw,
+                       (bias, mat1, mat2), xp)
+    if node is not None:
+        node.save(saved(node, mat2, 2) if needs(node, 1) else None,
+                  saved(node, mat1, 1) if needs(node, 2) else None)
+    return out
+
+
+def _addmm_bw(node, g):
+    return (g, *_mm_bw(node, g))  # the bias gets g itself; the engine sums it to bias's shape
+
+
+def linear(x, weight, bias=None):
+    """x @ weight.t() + bias, by torch's paths, which decide the graph (GRAPH-3):
+
+    - a 2-D x with a bias: addmm(bias, x, weight.t()), AddmmBackward0 over TBackward0;
+    - a contiguous x of another rank with a bias (a 1-D bias, or any bias for a 3-D x): x
+      reshaped to rows (ViewBackward0), addmm, the result viewed back (ViewBackward0);
+    - otherwise matmul(x, weight.t()), whose graph depends on x's rank (SqueezeBackward4 over
+      MmBackward0 for 1-D, MmBackward0 for 2-D, UnsafeViewBackward0 over MmBackward0 above),
+      and a bias added to that result in place (AddBackward0, version + 1).
+    """
+    dx, dw = x._data.ndim, weight._data.ndim
+    if dx == 0 or dw == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{dx}D and {dw}D")
+    wt = views.t(weight)
+    if bias is not None and dx == 2:
+        return addmm(bias, x, wt)
+    if bias is not None and views.is_contiguous(x) and (dx == 3 or bias._data.ndim == 1):
+        lead = x._data.shape[:-1]
+        out = addmm(bias, views.reshape(x, _numel(lead), x._data.shape[-1]), wt)
+        return views.view(out, *lead, out._data.shape[1])
+    if wt._data.ndim == 2:  # mm checks shapes before dtypes; the rows as matmul folds them
+        _check_inner((_numel(x._data.shape[:-1]), x._data.shape[-1]), wt._data.shape)
+    out = matmul(x, wt)
+    return out if bias is None else out.add_(bias)
+
+
+def _check_inner(s1, s2):
+    if s1[1] != s2[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s1[0]}x{s1[1]} and "
+                           f"{s2[0]}x{s2[1]})")
 
 
 def _dtype_error(x, y, da, db):
