@@ -34,7 +34,7 @@ def _on_graph(node, s, value, be):
         return value
     t = wrap(be, value, s.vc)
     idx = s.idx
-    fn = node if idx == -1 else node.next_functions[idx][0] if idx is not None else None
+    fn = (s.edge or node) if idx == -1 else node.next_functions[idx][0] if idx is not None else None
     if isinstance(fn, AccumulateGrad):  # a leaf: what reaches t reaches the leaf's .grad
         t._requires_grad, t._accumulator = True, weakref.ref(fn)
     elif fn is not None:

@@ -23,11 +23,14 @@ class SavedValue:
     tensor's creator in the error message: the node itself for a saved output, the input tensor
     (whose grad_fn is read when the error is raised, as torch does) for a saved input.
     """
-    __slots__ = ("array", "vc", "version", "origin", "idx", "dtype")
+    __slots__ = ("array", "vc", "version", "origin", "idx", "dtype", "edge")
 
     def __init__(self, array, vc, origin, idx, dtype):
         self.array, self.vc, self.origin, self.idx, self.dtype = array, vc, origin, idx, dtype
         self.version = vc[0] if vc is not None else 0
+        # a result saved by an in-place op through a view: the view's grad_fn after the write,
+        # where its graph leads under create_graph (the saving node is CopySlices' inner one)
+        self.edge = None
 
     def unpack(self):
         vc = self.vc

@@ -91,6 +91,9 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
     # regenerated as AsStridedBackward0 at once, as torch's rebase_history does, so its node is
     # created with the write (HOOK-14); a sibling view's waits for its next read
     view_grad_fn(t)
+    for s in node.saved:    # torch saves the view's new grad_fn with it (DOUBLE-2)
+        if s is not None and s.idx == -1:
+            s.edge = t._grad_fn
     return t
 
 

@@ -210,6 +210,31 @@ def test_retain_graph_defaults_to_create_graph_and_freeing(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["sigmoid_", "exp_", "tanh_", "relu_", "sqrt_"])
+def test_a_result_saved_through_a_view_leads_to_the_views_history(op, dtype):
+    """DOUBLE-2: a result an in-place op saved through a view (y[1:].exp_()) leads, in the
+    gradient's graph, to the view's history after the write (AsStridedBackward0, CopySlices),
+    not to the op's node inside CopySlices: one pass through the gradient's graph runs each
+    node of the first graph once, and frees it once (retain_graph False)."""
+    def prog(torch):
+        out = []
+        for index in (slice(1, None), slice(0, 1), 0):
+            x = torch.tensor([1.5, 2.0, 0.5], dtype=getattr(torch, dtype), requires_grad=True)
+            y = x * 2.0
+            getattr(y[index], op)()
+            g, = torch.autograd.grad(y.cos().sum(), x, create_graph=True)
+            (g * x).sum().backward()
+            out.append(x.grad)
+            try:
+                y.cos().sum().backward()        # the first graph, freed by the second pass
+                out.append(["ok", x.grad])
+            except RuntimeError as exc:
+                out.append(str(exc)[:40])
+        return out
+    same(prog)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_version_checks_on_the_gradients_graph(dtype):
     """DOUBLE-6: a write after the first pass to a value the second derivative reads raises at
     the second backward (a leaf sin read, an exp result, x**3's input), one it does not read
