@@ -68,7 +68,8 @@ _KEYWORDS = frozenset(k for r in ops.OPS for k in r.kw) | {"keepdim"}
 _NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign,
           ast.AugAssign, ast.Name, ast.Load, ast.Store, ast.Attribute, ast.Call, ast.keyword,
           ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.UnaryOp, ast.USub,
-          ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow)
+          ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.Compare,
+          ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq)
 
 
 def region_source(src: str, params: list[str]) -> str:

@@ -241,3 +241,8 @@ def test_the_compiled_adapter_builds_no_source_from_a_payload(tmp_path):
             with pytest.raises((HarnessError, SyntaxError)):
                 region_source(src, ["a"])
     assert region_source("def region(a):\n    return a.exp()\n", ["a"])
+    # the op table's comparisons are spelt as operators (spec/deriv.md): a region may hold them
+    for op in (">", "<", ">=", "<=", "==", "!="):
+        assert region_source(f"def region(a, b):\n    return a {op} b\n", ["a", "b"])
+    t = e.leaf([1.0, -2.0], [2], "float64", True)
+    assert e.to_list(e.call("gt", [t, 0.0], {})) == [True, False]
