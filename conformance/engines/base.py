@@ -31,6 +31,7 @@ conformance/engines/torchlike.py does it for any module that looks like `torch`.
 from __future__ import annotations
 
 import copy
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -66,7 +67,23 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "warnings": (),                 # classify_warning has a default: the spec's own table
     "backward_inputs": (),
     "deriv_ops": (),                # ops of the op table: call and inplace (core's)
+    "create_graph": ("autograd_grad",),     # ... with the keyword below
 }
+# capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
+# method predates the keyword, say a TorchLike subclass overriding autograd_grad, would fail
+# every program that uses it, so it is refused at load instead)
+KEYWORDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "create_graph": (("autograd_grad", "create_graph"),),
+}
+
+
+def _accepts(method: Any, keyword: str) -> bool:
+    """Whether a bound method takes `keyword` (a parameter of that name, or **kwargs)."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):     # no signature to read: take it at its word
+        return True
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> list[str]:
@@ -82,6 +99,9 @@ def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> li
             if not callable(getattr(engine, m, None)) or (
                     isinstance(engine, Engine) and own is getattr(Engine, m)):
                 missing.append(f"{cap}: {m}")
+        for m, keyword in KEYWORDS.get(cap, ()):
+            if callable(getattr(engine, m, None)) and not _accepts(getattr(engine, m), keyword):
+                missing.append(f"{cap}: {m}({keyword}=...)")
     return missing
 
 

@@ -101,11 +101,14 @@ def region_source(src: str, params: list[str]) -> str:
     return src
 
 
-# torch's capabilities less grad_fn and node_hooks. By design a compiled region is one
-# CompiledFunctionBackward node (or a replayed view, or CopyBackwards), so node names,
+# torch's capabilities less grad_fn, node_hooks and create_graph. By design a compiled region
+# is one CompiledFunctionBackward node (or a replayed view, or CopyBackwards), so node names,
 # next_functions and hooks on nodes (GRAPH-3, GRAPH-4, HOOK-15) cannot be compared with eager
-# torch. Every other capability is claimed; what does not survive compilation is a finding.
-CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks"}
+# torch. Nor create_graph: a pass with create_graph=True through a compiled region raises
+# "torch.compile does not currently support higher order gradients." (torch 2.13's own
+# message, a stated limitation). Every other capability is claimed; what does not survive
+# compilation is a finding.
+CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph"}
 
 
 class CompiledTorch(TorchLike):
@@ -189,14 +192,15 @@ class CompiledTorch(TorchLike):
         from torch._dynamo import compiled_autograd
         return compiled_autograd._enable(self.torch.compile(backend=self.backend))
 
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         with self._compiled_autograd():
-            super().backward(t, gradient, retain_graph, inputs)
+            super().backward(t, gradient, retain_graph, inputs, create_graph)
 
-    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused,
+                      create_graph=False):
         with self._compiled_autograd():
             return super().autograd_grad(outputs, inputs, grad_outputs, retain_graph,
-                                         allow_unused)
+                                         allow_unused, create_graph)
 
     # ---- errors ---------------------------------------------------------------------------
     def classify_error(self, exc):

@@ -196,6 +196,8 @@ class Gen(BackwardPasses):
         rg = self.grad_enabled and any_rg
         t = T(name, tuple(shape), dtype, rg, not rg, Storage(),
               origin=origin if rg or not any_rg else "no_grad")
+        if rg and any(i.graph_open == 2 for i in inputs):
+            t.graph_open = 1            # its edges lead into a gradient's graph (UNSPEC-9)
         if rg:
             t.node = Node(parents=[i.node for i in inputs if i.rg and i.node is not None],
                           saved=[(s, s.version) for s in saved])

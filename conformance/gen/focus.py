@@ -16,7 +16,6 @@ kind's model updates and clause tags have one home.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from ..kinds import KINDS
@@ -28,6 +27,7 @@ from ..lang.program import Stmt
 from ..model import T, predict, reach
 from ..model.tables import KINKS, VALUES_3
 from . import errors, errors_backward
+from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, scenario
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
 # a third of the steps (tests/generator_stats.py: programs per clause)
@@ -41,28 +41,9 @@ def weight(vocabulary: int) -> int:
 SELECTIONS = [r.name for r in ops.OPS if r.family == "select" and r.dtype is None]
 # the calls with kinks (DERIV-4: relu, abs, sqrt, pow, clamp)
 KINK_OPS = [r.name for r in ops.OPS if r.kink_clause and r.kind == "call"]
-Scenario = Callable[[Any], bool]
-SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
-# scenario -> (vocabulary, weight from it on): from vocabulary 4 those whose clauses the
-# measure still found in fewer than 20 programs of 300 weigh more, and the scenarios of
-# vocabulary 4 weigh 0 before it (tests/generator_stats.py)
-REWEIGHTED_SCENARIOS: dict[str, tuple[tuple[int, int], ...]] = {}
 # error moves (by kind) reweighted so, in the focus table
 REWEIGHTED_ERRORS: dict[str, tuple[tuple[int, int], ...]] = {
     "UNUSED_INPUT": ((4, 3),), "VIEW_OF_LEAF_INPLACE": ((4, 6),)}
-
-
-def scenario(name: str, needs: tuple[str, ...] = (), weight: int = 1,
-             reweighted: tuple[tuple[int, int], ...] = ()) -> Callable[[Scenario], Scenario]:
-    """Declare a scenario: its name, the capabilities it needs, its weight in the focus
-    table (2 for those whose clauses the measure found rarer: tests/generator_stats.py) and
-    its (vocabulary, weight) changes."""
-    def declare(fn: Scenario) -> Scenario:
-        SCENARIOS[name] = (needs, weight, fn)
-        if reweighted:
-            REWEIGHTED_SCENARIOS[name] = reweighted
-        return fn
-    return declare
 
 
 def _nonleaf(g: Any, dims: bool = False) -> T:
@@ -83,7 +64,7 @@ def _backward(g: Any, t: T, retain: Any = "draw") -> bool:
     return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)
 
 
-@scenario("hooked tensor used twice", ("hooks",))
+@scenario("hooked tensor used twice", ("hooks",), reweighted=((5, 3),))
 def hooked_used_twice(g: Any) -> bool:
     y = _nonleaf(g)
     g.draw_on("hook", y)
@@ -359,6 +340,10 @@ def disjoint_views(g: Any) -> bool:
     _backward(g, y)
     return KINDS["observe"].draw(g, a, "grad")
 
+
+# the scenarios of higher-order gradients, declared after those above (their order in the
+# focus table is declaration order)
+from . import higher  # noqa: E402, F401
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
 TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")

@@ -9,7 +9,9 @@ from __future__ import annotations
 # under Hypothesis too, and ends every program with a sweep of what can be observed.
 # Vocabulary 4 draws the ops of spec/deriv.md (comparisons, casts, floor / sign / round,
 # max / min / argmax / argmin, where) where the engines have them (capability deriv_ops).
-VOCABULARIES = (1, 2, 3, 4)
+# Vocabulary 5 draws higher-order gradients (spec/double.md): autograd.grad with
+# create_graph=True, then a pass through the gradient's graph (capability create_graph).
+VOCABULARIES = (1, 2, 3, 4, 5)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -18,10 +20,11 @@ GENERATOR_VERSION = VOCABULARIES[-1]
 STEPS_PER_STATEMENT = 0.55
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
-                    "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops")
+                    "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
+                    "create_graph")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
-CAPABILITY_SINCE = {"deriv_ops": 4}
+CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -31,4 +34,12 @@ NOT_GENERATED: dict[str, str] = {
     "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
                   "they give the base is compared as a node name",
     "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
-} | {f"DOUBLE-{n}": "the generator does not draw create_graph yet" for n in range(1, 11)}
+    # vocabulary 5 draws create_graph on autograd.grad of a function of one leaf (gen/higher.py)
+    "DOUBLE-3": "create_graph is drawn on autograd.grad only, which stores no .grad",
+    "DOUBLE-4": "create_graph is drawn on autograd.grad only, which stores no .grad",
+    "DOUBLE-6": "nothing is written between a create_graph pass and the pass through its "
+                "gradient's graph",
+    "DOUBLE-7": "no hook is drawn on the function a create_graph pass differentiates",
+    "DOUBLE-8": "create_graph is drawn on autograd.grad only, which does not warn",
+    "DOUBLE-9": "no hook is drawn on the function a create_graph pass differentiates",
+}

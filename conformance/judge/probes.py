@@ -109,6 +109,13 @@ PROBES: dict[str, list[Stmt]] = {
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),
                   _see("l", "value"), _call("i", "argmax", "x"), _call("s", "add", "m", "w"),
                   _call("s2", "sum", "s"), _backward("s2"), _see("x", "grad")],
+    "create_graph": [X, _call("y", "exp", "x"), _call("s", "sum", "y"),
+                     Stmt("grad", params={"outputs": ["s"], "inputs": ["x"],
+                                          "grad_outputs": None, "retain_graph": None,
+                                          "allow_unused": False, "outs": ["g"],
+                                          "create_graph": True}),
+                     _see("g", "requires_grad"), _call("z", "mul", "g", "x"),
+                     _call("s2", "sum", "z"), _backward("s2"), _see("x", "grad")],
 }
 
 

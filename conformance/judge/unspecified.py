@@ -27,6 +27,8 @@ class Unspecified:
         self.storages = itertools.count(1)
         self.objects: dict[int, set[str]] = {}  # UNSPEC-3: storage -> names that may be one
         #                                         tensor object (autograd.grad's results)
+        self.graph_open: dict[str, int] = {}    # UNSPEC-9: 2 a gradient a create_graph pass
+        #                                         recorded (grad_fn open), 1 computed from one
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
 
@@ -47,6 +49,9 @@ class Unspecified:
     def hides(self, aspect: str, name: str | None) -> bool:
         """Whether an observation of `aspect` of tensor `name` is not to be compared."""
         if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
+            return True
+        level = self.graph_open.get(name or "", 0)
+        if level and (aspect == "next_functions" or (level == 2 and aspect == "grad_fn")):
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
         return check is not None and check(name)
@@ -69,9 +74,15 @@ class Unspecified:
                 self.lost.update(self.stored[g])
             return
         bound = kind.binds(s)
+        into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
             self.versionless.discard(name)
+            self.graph_open.pop(name, None)
+            if into_graph:                  # its edges may lead into a gradient's graph
+                self.graph_open[name] = 1
+        for name in kind.recorded_gradients(s):
+            self.graph_open[name] = 2
         if kind.aliases and s.out and s.target in self.group:
             self.group[s.out] = self.group[s.target]
             if kind.shares_version and s.target in self.versionless:

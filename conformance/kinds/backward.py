@@ -1,12 +1,13 @@
 """Backward-like statements: tensor.backward, autograd.backward and autograd.grad.
 
-Each takes an optional params.create_graph (DOUBLE-1): absent or False for a plain pass, and
-never drawn by the generator yet."""
+Each takes an optional params.create_graph (DOUBLE-1): absent or False for a plain pass; the
+generator draws it on autograd.grad from vocabulary 5 (Grad.emit_recorded, conformance/gen/
+higher.py)."""
 from __future__ import annotations
 
 from ..lang.program import Stmt
 from ..lang.trace import plain
-from ..model import Storage, T, leaves_reached, needed, numel, predict, reach
+from ..model import Node, Storage, T, leaves_reached, needed, numel, predict, reach
 from ..model.tables import SHAPES
 from . import fields, source
 from .flags import check_optional_operand
@@ -237,6 +238,9 @@ class Grad(Kind):
     def observed(self, s):
         return None, "results"
 
+    def recorded_gradients(self, s):
+        return self.binds(s) if s.params.get("create_graph") else []
+
     def check(self, s, path):
         fields.names(s, path, "outputs")
         fields.names(s, path, "inputs")
@@ -331,6 +335,34 @@ class Grad(Kind):
                     g.tensors[name] = T(name, u.shape, u.dtype, False, True, Storage(),
                                         origin="grad", expanded=True, contiguous=False)
         return True
+
+    def emit_recorded(self, g, root: T, inputs: list[T], recorded: bool,
+                      cl: list[str]) -> list[T] | None:
+        """Emit autograd.grad([root], inputs, create_graph=True) (DOUBLE-1); the gradients it
+        binds, or None (nothing emitted) when the pass would raise. The first graph is kept
+        (retain_graph defaults to create_graph: FREE-7, DOUBLE-5); each gradient requires grad
+        when `recorded` (the caller's prediction from what the function's steps read), and
+        its graph is modelled as reaching all of root's, where it may lead through saved
+        values (a pass through it frees at least what it runs)."""
+        ran = needed([root.node], inputs)
+        if predict(ran, accumulates=False) is not None:
+            return None
+        outs = [g.fresh("g") for _ in inputs]
+        params = {"outputs": [root.name], "inputs": [u.name for u in inputs],
+                  "grad_outputs": None, "retain_graph": None, "allow_unused": False,
+                  "outs": outs, "create_graph": True}
+        cl = ["API-6", "DOUBLE-1", "FREE-7", *cl] + (["HOOK-16"] if any(
+            n.hooks for n in ran) else [])
+        g.emit(Stmt("grad", params=params), cl)
+        made = []
+        for name, u in zip(outs, inputs, strict=True):
+            t = T(name, u.shape, u.dtype, recorded, not recorded, Storage(), origin="grad",
+                  expanded=True, contiguous=False)     # read and computed with, never written
+            if recorded:
+                t.node, t.graph_open = Node(parents=[root.node]), 2
+            g.tensors[name] = t
+            made.append(t)
+        return made
 
     def _draw_inputs(self, g, t, nodes, bad):
         """The inputs of a drawn autograd.grad of t, or None when none fits."""

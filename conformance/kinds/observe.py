@@ -95,15 +95,19 @@ class Observe(Kind):
         if what is None:
             what = g.weighted("observe what", self._observables(
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                t.origin == "grad", t.stale, t.is_float))
+                t.origin == "grad", t.stale, t.is_float, t.graph_open))
         g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
         return True
 
     @staticmethod
     @functools.cache
-    def _observables(caps, unretained, has_next, engine_result, stale, is_float):
+    def _observables(caps, unretained, has_next, engine_result, stale, is_float,
+                     graph_open=0):
         """The weighted observables worth drawing of a tensor with these properties."""
         opts = [(w, n) for w, n in OBSERVE_WHAT if OBSERVABLES[w] in caps]
+        if graph_open:      # UNSPEC-9: a gradient's graph, or edges into one
+            opts = [o for o in opts if o[0] != "next_functions" and (
+                graph_open < 2 or o[0] != "grad_fn")]
         if unretained and "warnings" not in caps:
             opts = [o for o in opts if o[0] != "grad"]
         if not has_next:
@@ -180,7 +184,7 @@ class Sweep(Kind):
         blocks, caps = self._blocks, g.caps
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf, t.origin == "grad",
-                   t.stale, t.is_float, observed_state(t))
+                   t.stale, t.is_float, t.graph_open, observed_state(t))
             block = blocks.get(key)
             if block is None:
                 block = blocks[key] = self._block(g, key)

@@ -18,7 +18,8 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   same_object, unversioned, observed, grad_hook, hook_order_open
+                   same_object, unversioned, observed, grad_hook, hook_order_open,
+                   recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -110,6 +111,11 @@ class Kind:
         statement's, (value, dtype) of the oracle, of the engine)."""
         tensor, aspect = self.observed(s)
         return [(tensor, aspect, None, (o.value, o.dtype), (e.value, e.dtype))]
+
+    def recorded_gradients(self, s: Any) -> list[str]:
+        """Names it binds to gradients a create_graph pass recorded: what their grad_fn is,
+        and the edges of what is computed from them, are left open (UNSPEC-9)."""
+        return []
 
     def grad_hook(self, s: Any) -> str | None:
         """The label of the hook calls it registers that show its target's .grad, if any."""

@@ -145,8 +145,15 @@ class Call(Kind):
         self._emit(g, fn, a, "same")
         return g.tensors[g.out[-1].out]
 
-    def _emit(self, g, fn, a, family) -> bool:
-        if family in deriv_ops.FAMILIES:
+    def pair(self, g, fn: str, a: T, b: T) -> T:
+        """Emit fn(a, b) of a binary op and the two operands given; the tensor it makes."""
+        self._emit(g, fn, a, "pair", b)
+        return g.tensors[g.out[-1].out]
+
+    def _emit(self, g, fn, a, family, b=None) -> bool:
+        if family == "pair":
+            drawn = self._binary(fn, a, b)
+        elif family in deriv_ops.FAMILIES:
             fn, drawn = deriv_ops.draw(g, fn, a, self.emit) or (fn, None)
         elif family in ("binary", "join", "same"):
             drawn = self._draw_binary(g, fn, a, join=family == "join", same=family == "same")

@@ -60,7 +60,7 @@ class T:
     contiguous: bool = True
     retains: bool = False
     has_grad: bool = False
-    hidden: bool = False             # aliased as some .grad: never used again
+    hidden: bool = False             # never used again (aliased as some .grad; UNSPEC-9)
     old_node: Node | None = None     # after requires_grad_(False): the accumulator old graphs hold
     stale: bool = False              # its grad_fn is regenerated lazily by torch
     of_leaf_rg: bool = False         # a view made of a leaf that required grad at the time
@@ -70,6 +70,8 @@ class T:
     #                                  .data of it; `storage` is the version counter only)
     exact: bool = False              # computed from leaves by exact ops only (ops.Op.exact)
     at_kink: bool = False            # a leaf holding a value of tables.KINKS, or a view of one
+    graph_open: int = 0              # UNSPEC-9: 2 a gradient a create_graph pass recorded (its
+    #                                  grad_fn is open), 1 computed from one (its edges are)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:

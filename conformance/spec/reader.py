@@ -21,7 +21,7 @@ AREA_FILES = (
 CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
-    "warnings", "backward_inputs", "deriv_ops",
+    "warnings", "backward_inputs", "deriv_ops", "create_graph",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

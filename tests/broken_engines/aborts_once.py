@@ -16,11 +16,11 @@ MARKER = Path(tempfile.gettempdir()) / "gradspec-drill-aborts-once"
 class AbortsOnce(Broken):
     label = "aborts-once"
 
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         if not MARKER.exists():
             MARKER.write_text("aborted")
             os.abort()
-        return super().backward(t, gradient, retain_graph, inputs)
+        return super().backward(t, gradient, retain_graph, inputs, create_graph)
 
 
 def factory(device: str = "cpu") -> AbortsOnce:

@@ -10,7 +10,7 @@ from ._base import Broken
 class Hangs(Broken):
     label = "hangs"
 
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         threading.Event().wait()
 
 

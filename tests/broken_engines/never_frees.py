@@ -8,11 +8,13 @@ from ._base import Broken
 class NeverFrees(Broken):
     label = "never_frees"
 
-    def backward(self, t, gradient, retain_graph, inputs):
-        super().backward(t, gradient, True, inputs)
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
+        super().backward(t, gradient, True, inputs, create_graph)
 
-    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
-        return super().autograd_grad(outputs, inputs, grad_outputs, True, allow_unused)
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused,
+                      create_graph=False):
+        return super().autograd_grad(outputs, inputs, grad_outputs, True, allow_unused,
+                                     create_graph)
 
 
 def factory(device: str = "cpu") -> NeverFrees:

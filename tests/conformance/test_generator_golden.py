@@ -71,6 +71,18 @@ VOCABULARY_3_DIGESTS = {
     ("core", 20, 0, 100):
         "d4bf6d0883f04b110ba767d669e8ab4e6b55c8d04613f0ea0436675e9fc07912",
 }
+# Vocabulary 4 (`gradspec run`'s before vocabulary 5), recorded at 6c7e846 before the
+# create_graph draws of vocabulary 5: the capability create_graph changes nothing in it.
+VOCABULARY_4_DIGESTS = {
+    ("all", 20, 0, 150):
+        "53d7ed27210c33ea08742d182f8536471f093c298903b2c79c6aaaf9c6869cea",
+    ("all", 40, 3000, 50):
+        "4a08e6a2d99a177f30c80bfb72cbf1bcbfb97065d9894dcf9adf911ee99a8d6f",
+    ("no-grad_fn", 20, 0, 100):
+        "8ac959de9597a2ea306549b822cadb1816c35ebbf2a8364743f6f5d1966f88b4",
+    ("core", 20, 0, 100):
+        "3522662f9b6a9db6c3efcbb5374e2bb44a2fcabcb15fed27dcf70119347368d2",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -99,6 +111,11 @@ def test_random_programs_are_unchanged(key):
 @pytest.mark.parametrize("key", list(VOCABULARY_3_DIGESTS), ids=lambda k: "-".join(map(str, k)))
 def test_vocabulary_3_programs_are_unchanged(key):
     assert random_digest(*key, vocabulary=3) == VOCABULARY_3_DIGESTS[key]
+
+
+@pytest.mark.parametrize("key", list(VOCABULARY_4_DIGESTS), ids=lambda k: "-".join(map(str, k)))
+def test_vocabulary_4_programs_are_unchanged(key):
+    assert random_digest(*key, vocabulary=4) == VOCABULARY_4_DIGESTS[key]
 
 
 _SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,

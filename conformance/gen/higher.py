@@ -1,0 +1,148 @@
+"""Higher-order gradients in generated programs (spec/double.md): from generator vocabulary 5,
+where the engine declares `create_graph`, a scenario builds a function of one leaf in a few
+steps, takes its gradient with `autograd.grad(..., create_graph=True)` and runs a pass through
+the gradient's graph (`(g * x).sum()`, which requires grad whatever g does), then looks at the
+leaf's `.grad`: the second derivative, through in-place ops and writes through views too
+(CopySlices), DOUBLE-1, -2, -5 and -10.
+
+The model predicts whether the gradient is recorded (requires grad, DOUBLE-1) from what each
+step's backward formula reads; tests/conformance/test_higher_draws.py checks the prediction
+against torch on every program it draws.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..kinds import KINDS
+from ..lang import ops
+from ..model import T
+from ..model.tables import NUMBERS
+from .scenario import scenario
+
+# What a step's backward formula does to the gradient under create_graph, probed on torch
+# 2.13.0 for each op and its in-place form. RECORDING: it reads a saved value that requires
+# grad (an input or a result on the path from the leaf), so the gradient it sends back is
+# recorded. ZEROING: it sends back constant zeros (DERIV-2; and the overwrites fill_, zero_
+# and copy_, whose target's old value no longer counts), so what later steps recorded is lost;
+# through a view only the view's part is zero, and the rest passes on. The others pass on what
+# they are given, recorded or not: neg, clone, the linear ops and views, sum, mean, clamp (a
+# mask: DOUBLE-10); pow with exponent 0 is never drawn. The step nearest the leaf that records
+# or zeroes decides (the backward pass reaches it last).
+RECORDING = frozenset({"exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sqrt",
+                       "pow"})
+ZEROING = frozenset({"floor", "sign", "round", "fill", "zero", "copy"})
+# products and quotients: their gradient reads the other operand (the denominator too)
+PRODUCTS = frozenset({"mul", "div"})
+# the steps of the function, drawn by weight: an op of one operand, the running tensor times
+# itself, an in-place op on it, or an in-place op through a view of it (CopySlices)
+STEPS = (("unary", 4), ("square", 1), ("inplace", 2), ("view write", 2))
+# DOUBLE-10: the ops whose recorded gradient it states
+DOUBLE_10 = frozenset({"relu", "abs", "clamp"})
+
+
+def _base(fn: str) -> str:
+    """An op's out-of-place name: exp_ -> exp, imul -> mul."""
+    if fn in ops.AUGMENTED:
+        return fn[1:]
+    return fn[:-1] if fn.endswith("_") else fn
+
+
+def records(g: Any, stmt: Any, running: str) -> bool | None:
+    """What the call or in-place statement `stmt`, a step of the function on the tensor named
+    `running`, does to the gradient under create_graph: True records it, False makes it
+    constant zeros, None passes it on."""
+    fn = _base(stmt.params["fn"])
+    if fn in RECORDING:
+        return True
+    if fn in ZEROING:
+        return False
+    if fn not in PRODUCTS:
+        return None
+    names = [stmt.target] if stmt.target else []
+    names += [a for a in stmt.args if isinstance(a, str)]
+    if names.count(running) > 1 or (fn == "div" and names[1:2] == [running]):
+        return True             # x * x, or x in the denominator
+    return True if any(g.tensors[n].rg for n in names if n != running) else None
+
+
+def _one_operand(g: Any, y: T) -> list[str]:
+    """The calls of one tensor operand the vocabulary draws (with their settings) that may
+    take y: those whose results jump only on exactly computed operands (ops.Op.jumps)."""
+    return [f for f, _ in g.call_fns if ops.ROWS[f].family == "unary"
+            and ops.ROWS[f].dtype is None and (not ops.ROWS[f].jumps or y.exact_now())]
+
+
+def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
+    """One step of the function on y: (the running tensor after it, what it does to the
+    gradient (records), its op), or None when the step does not fit."""
+    before, running = len(g.out), y.name
+    if step == "unary":
+        fn = g.choice("double op", _one_operand(g, y))
+        y = g.call1(y, fn, [], KINDS["call"]._draw_settings(g, ops.ROWS[fn]),
+                    list(ops.ROWS[fn].clauses))
+    elif step == "square":
+        y = KINDS["call"].twice(g, y)
+    elif step == "inplace":
+        if not g.inplace_ok(y):
+            return None
+        g.draw_on("inplace", y, target=y, fn=g.choice("double in-place op", _in_place(g)))
+    else:
+        if not y.ndim or not g.has("views"):
+            return None
+        v = KINDS["getitem"].emit(g, y, g.draw_index(y, wide=True))
+        if not g.inplace_ok(v):
+            return None
+        running = v.name
+        g.draw_on("inplace", v, target=v, fn=g.choice("double in-place op", _in_place(g)))
+    if len(g.out) == before or g.out[-1].op not in ("call", "inplace"):
+        return None
+    stmt = g.out[-1]
+    effect = records(g, stmt, running)
+    if step == "view write" and effect is False:
+        effect = None       # zeros in the view's part of the gradient only
+    return y, effect, _base(stmt.params["fn"])
+
+
+def _in_place(g: Any) -> list[str]:
+    """The in-place ops of no tensor operand the vocabulary draws (their settings drawn)."""
+    return [f for f, _ in g.inplace_fns if not ops.ROWS[f].arity and f != "zero_"]
+
+
+@scenario("autograd.grad with create_graph, then a pass through the gradient's graph",
+          ("autograd_grad", "create_graph"), weight=0, reweighted=((5, 5),))
+def second_derivative(g: Any) -> bool:
+    x = g.rg_tensor("double leaf", lambda u: u.leaf and u.node is not None) if g.boolean(
+        "reuse a leaf", 40) else g.make_leaf(rg=True)
+    y = g.call1(x, "mul", [g.choice("number", NUMBERS)], {}, ["GRAPH-6"])
+    effects, fns = [], []
+    for _ in range(g.integer("double steps", 1, 3)):
+        done = _step(g, y, g.weighted("double step", STEPS))
+        if done is not None:
+            y, effect, fn = done
+            effects, fns = effects + [effect], fns + [fn]
+    recorded = next((e for e in effects if e is not None), False)
+    root = g.sum_of(y) if y.shape else y
+    cl = ["DOUBLE-10"] if DOUBLE_10.intersection(fns) else []
+    made = KINDS["grad"].emit_recorded(g, root, [x], recorded, cl)
+    if made is None:
+        return False
+    grad = made[0]
+    KINDS["observe"].draw(g, grad, "requires_grad")
+    z = KINDS["call"].pair(g, "mul", grad, x)
+    s = g.sum_of(z)
+    retain = g.draw_retain()
+    g.emit_backward(s, [], retain)
+    _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]))
+    # What the gradient's graph saves, and so which later writes and frees a pass through it
+    # notices, is open (UNSPEC-9): nothing uses it again.
+    for t in (grad, z, s):
+        t.hidden = True
+    if not KINDS["observe"].draw(g, x, "grad"):
+        return False
+    _tag(g, g.out[-1], "DOUBLE-2")      # the second derivative, where it shows
+    return True
+
+
+def _tag(g: Any, stmt: Any, *clauses: str) -> None:
+    """Add clauses to an emitted statement's tags (those the capabilities allow)."""
+    stmt.clauses = g.tags([*stmt.clauses, *clauses])
