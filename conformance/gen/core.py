@@ -225,7 +225,10 @@ class Gen(BackwardPasses):
         also start from the end, stop past it or before it, and step by 3 (never empty), and
         a `...` or a None may stand among them."""
         index: list[Any] = []
-        for d in range(self.integer("index dims", 1, min(2, a.ndim))):
+        k = self.integer("index dims", 1, min(2, a.ndim))
+        # vocabulary 5: sometimes `...` first, the items then taking the last dims
+        first = wide and self.vocabulary >= 5 and self.boolean("ellipsis first", 15)
+        for d in range(a.ndim - k if first else 0, a.ndim if first else k):
             n = a.shape[d]
             if self.boolean("index is int", 50):
                 index.append(self.integer("index", -n, n - 1))
@@ -238,11 +241,11 @@ class Gen(BackwardPasses):
         if wide and self.boolean("ellipsis or None", 25):
             # None takes no dim, so it may go anywhere; "..." goes last, where the items
             # before it keep the dims they were drawn for
-            if self.boolean("None", 50):
+            if first or self.boolean("None", 50):
                 index.insert(self.integer("at", 0, len(index)), None)
             else:
                 index.append("...")
-        return index
+        return ["...", *index] if first else index
 
     def _wide_slice(self, n: int) -> list[Any]:
         start = self.choice("slice start", [None, *range(-n, n)])

@@ -23,17 +23,20 @@ class ErrorMove:
     no_grad_ok: bool                # may be drawn under no_grad (the others build graphs)
     natural: str | None             # a natural error of this kind needs this capability
     recipe: Recipe
+    since: int = 1                  # the generator vocabulary that first draws it
 
 
 DECLARED: dict[str, ErrorMove] = {}
 
 
 def error_move(kind: str, clause: str, needs: tuple[str, ...] = (), no_grad_ok: bool = False,
-               natural: str | None = None) -> Callable[[Recipe], Recipe]:
-    """Declare the decorated function as the recipe of the error move for `kind`."""
+               natural: str | None = None, since: int = 1) -> Callable[[Recipe], Recipe]:
+    """Declare the decorated function as the recipe of the error move for `kind` (drawn from
+    generator vocabulary `since` on, so that older vocabularies draw what they drew)."""
     def declare(recipe: Recipe) -> Recipe:
         if kind in DECLARED:
             raise ValueError(f"error move {kind!r} is declared twice")
-        DECLARED[kind] = ErrorMove(kind, clause, tuple(needs), no_grad_ok, natural, recipe)
+        DECLARED[kind] = ErrorMove(kind, clause, tuple(needs), no_grad_ok, natural, recipe,
+                                   since)
         return recipe
     return declare

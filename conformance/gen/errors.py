@@ -36,16 +36,14 @@ ERROR_ORDER = (
     "REQUIRES_GRAD_NONLEAF", "HOOK_NO_REQUIRES_GRAD", "POST_HOOK_NONLEAF", "GRAD_ASSIGN_SHAPE",
     "GRAD_ASSIGN_DTYPE", "HOOK_CHANGED_SIZE", "UNUSED_INPUT", "NONLEAF_GRAD_ACCESS",
     "BACKWARD_EMPTY_INPUTS", "GRAD_OUTPUT_SHAPE", "INPUT_NO_REQUIRES_GRAD",
-    "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE",
+    "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE", "HOOK_WRONG_COUNT",
+    "HOOK_RETURNED_NON_TUPLE",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
     "HOOK_RETURNED_NON_TENSOR": "every hook behaviour returns None or a tensor (HOOK-13)",
     "HOOK_CHANGED_TYPE": "every hook behaviour returns a tensor of its gradient's or its "
                          "leaf's dtype (HOOK-13)",
-    "HOOK_RETURNED_NON_TUPLE": "node hook behaviours return None or a tuple (HOOK-17)",
-    "HOOK_WRONG_COUNT": "node hook behaviours return a tuple of the length they were given "
-                        "(HOOK-17)",
     "HOOK_REPLACED_NONE": "node hook behaviours keep every None entry (HOOK-17)",
     "SELF_OVERLAPPING_WRITE": "set_grad assigns only fresh leaves, never an expanded tensor "
                               "(LEAF-12), and a new move would change the draws of the frozen "
@@ -228,15 +226,15 @@ NATURAL_ERROR_CAPS: dict[str, str] = {k: m.natural for k, m in MOVES.items() if 
 
 
 @functools.cache
-def _available(caps: frozenset[str], grad_enabled: bool) -> tuple[str, ...]:
+def _available(caps: frozenset[str], grad_enabled: bool, vocabulary: int) -> tuple[str, ...]:
     return tuple(k for k, m in MOVES.items() if caps.issuperset(m.needs)
-                 and (grad_enabled or m.no_grad_ok))
+                 and (grad_enabled or m.no_grad_ok) and m.since <= vocabulary)
 
 
 def draw_error(g: Any) -> bool:
     """The "error" entry of the statement draw: one deliberate error move the capabilities
     and the grad mode allow."""
-    kinds = _available(g.caps, g.grad_enabled)
+    kinds = _available(g.caps, g.grad_enabled, g.vocabulary)
     if not kinds:
         return False
     return MOVES[g.choice("error kind", kinds)].recipe(g)

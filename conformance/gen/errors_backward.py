@@ -215,3 +215,33 @@ def post_hook_returned_value(g: Any) -> bool:
     x.node.returning.remove(name)
     g.emit(Stmt("remove", target=name), ["HOOK-6"])
     return True
+
+
+def _node_hook_refused(g: Any, behaviour: str, kind: str) -> bool:
+    """A node hook returns what HOOK-17 refuses: the backward that runs it raises `kind`. The
+    hook is removed afterwards, so that later backward calls work."""
+    y = g.call1(g.rg_tensor("node hook input"), "mul", [2.0], {}, ["GRAPH-6"])
+    assert y.node is not None
+    name = g.fresh("h")
+    y.node.node_hooks += 1
+    g.emit(Stmt("node_hook", out=name, target=y.name, params={
+        "kind": g.choice("node hook kind", ["pre", "post"]), "behaviour": behaviour,
+        "label": name}), ["HOOK-15", "GRAPH-3", "HOOK-17"])
+    root = y if not y.shape else g.sum_of(y)
+    g.emit_backward(root, [], retain=True if g.has("retain_graph") else None, inputs=[],
+                    kind=kind)
+    y.node.node_hooks -= 1
+    g.emit(Stmt("remove", target=name), ["HOOK-6"])
+    return True
+
+
+@error_move("HOOK_WRONG_COUNT", clause="HOOK-17", needs=("node_hooks", "grad_fn", "hooks"),
+            since=5)
+def hook_wrong_count(g: Any) -> bool:
+    return _node_hook_refused(g, "extra", "HOOK_WRONG_COUNT")
+
+
+@error_move("HOOK_RETURNED_NON_TUPLE", clause="HOOK-17",
+            needs=("node_hooks", "grad_fn", "hooks"), since=5)
+def hook_returned_non_tuple(g: Any) -> bool:
+    return _node_hook_refused(g, "list", "HOOK_RETURNED_NON_TUPLE")

@@ -43,7 +43,8 @@ SELECTIONS = [r.name for r in ops.OPS if r.family == "select" and r.dtype is Non
 KINK_OPS = [r.name for r in ops.OPS if r.kink_clause and r.kind == "call"]
 # error moves (by kind) reweighted so, in the focus table
 REWEIGHTED_ERRORS: dict[str, tuple[tuple[int, int], ...]] = {
-    "UNUSED_INPUT": ((4, 3),), "VIEW_OF_LEAF_INPLACE": ((4, 6),)}
+    "UNUSED_INPUT": ((4, 3),), "VIEW_OF_LEAF_INPLACE": ((4, 6),),
+    "IMPLICIT_GRAD_NONSCALAR": ((5, 2),)}
 
 
 def _nonleaf(g: Any, dims: bool = False) -> T:
@@ -357,7 +358,7 @@ def focus_table(caps: frozenset[str], vocabulary: int = 3) -> tuple[tuple[str, i
     moves = [(SKIP, 0)] + [
         (f"error:{k}", weight_in(vocabulary, 3 if k in TWO_ROUTES else 1,
                                  REWEIGHTED_ERRORS.get(k, ())))
-        for k, m in errors.MOVES.items() if caps.issuperset(m.needs)]
+        for k, m in errors.MOVES.items() if caps.issuperset(m.needs) and m.since <= vocabulary]
     scenarios = [(n, weight_in(vocabulary, w, REWEIGHTED_SCENARIOS.get(n, ())))
                  for n, (needs, w, _) in SCENARIOS.items() if caps.issuperset(needs)]
     return tuple(moves + [(n, w) for n, w in scenarios if w])

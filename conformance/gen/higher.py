@@ -15,7 +15,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..lang import ops
-from ..model import T
+from ..model import T, predict, reach
 from ..model.tables import NUMBERS
 from .scenario import scenario
 
@@ -77,7 +77,10 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
     gradient (records), its op), or None when the step does not fit."""
     before, running = len(g.out), y.name
     if step == "unary":
-        fn = g.choice("double op", _one_operand(g, y))
+        fns = _one_operand(g, y)
+        piecewise = [f for f in fns if f in DOUBLE_10]
+        fn = g.choice("double op", piecewise if piecewise and g.boolean(
+            "piecewise linear op", 45) else fns)
         y = g.call1(y, fn, [], KINDS["call"]._draw_settings(g, ops.ROWS[fn]),
                     list(ops.ROWS[fn].clauses))
     elif step == "square":
@@ -114,6 +117,7 @@ def second_derivative(g: Any) -> bool:
     x = g.rg_tensor("double leaf", lambda u: u.leaf and u.node is not None) if g.boolean(
         "reuse a leaf", 40) else g.make_leaf(rg=True)
     y = g.call1(x, "mul", [g.choice("number", NUMBERS)], {}, ["GRAPH-6"])
+    y.exact = x.exact_now()         # an IEEE-rounded product: floor, sign, round may follow
     effects, fns = [], []
     for _ in range(g.integer("double steps", 1, 3)):
         done = _step(g, y, g.weighted("double step", STEPS))
@@ -130,13 +134,15 @@ def second_derivative(g: Any) -> bool:
     KINDS["observe"].draw(g, grad, "requires_grad")
     z = KINDS["call"].pair(g, "mul", grad, x)
     s = g.sum_of(z)
-    retain = g.draw_retain()
-    g.emit_backward(s, [], retain)
-    _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]))
     # What the gradient's graph saves, and so which later writes and frees a pass through it
     # notices, is open (UNSPEC-9): nothing uses it again.
     for t in (grad, z, s):
         t.hidden = True
+    if predict(reach([s.node])) is not None:    # the model's graph of it is coarse (it
+        return True                             # reaches all of root's): none predicted
+    retain = g.draw_retain()
+    g.emit_backward(s, [], retain)
+    _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]))
     if not KINDS["observe"].draw(g, x, "grad"):
         return False
     _tag(g, g.out[-1], "DOUBLE-2")      # the second derivative, where it shows

@@ -30,7 +30,6 @@ NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
     "INPLACE-11": "rebinding a Python name: a program binds each name once",
     "API-13": "the grad and backward kinds pass `inputs` as a list, never a dict",
-    "HOOK-17": "node hook behaviours return None or the tuple they were given, scaled",
     "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
                   "they give the base is compared as a node name",
     "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",

@@ -39,15 +39,21 @@ def post_hook(x: Any, label: str, behaviour: str = "record"):
 
 
 def node_hook(x: Any, p: dict[str, Any], label: str):
-    """A grad_fn pre- or post-hook: logs the first gradient and with 'scale' scales it."""
-    e, scale = x.e, p.get("behaviour") == "scale"
+    """A grad_fn pre- or post-hook: logs the first gradient and with 'scale' scales it; 'extra'
+    returns the tuple with one more entry and 'list' the gradients as a list, which the
+    backward pass must refuse (HOOK-17: HOOK_WRONG_COUNT, HOOK_RETURNED_NON_TUPLE)."""
+    e, behaviour = x.e, p.get("behaviour", "record")
 
     def hook(grads):
         grads = tuple(grads)
         first = grads[0] if grads else None
         x.log(label, first)
-        if scale and first is not None:
+        if behaviour == "scale" and first is not None:
             return (e.scale(first, float(p.get("factor", 2.0))),) + grads[1:]
+        if behaviour == "extra":
+            return grads + (None,)
+        if behaviour == "list":
+            return list(grads)
         return None
     return hook
 
@@ -161,12 +167,13 @@ class NodeHook(Kind):
     doc = ("out = target.grad_fn.register_prehook(h) (params.kind 'pre') or "
            "target.grad_fn.register_hook(h) ('post'); h logs params.label and the first "
            "gradient (pre: grad_outputs[0], post: grad_inputs[0]) and per "
-           "params.behaviour returns None ('record') or that tuple with its first "
-           "gradient times params.factor ('scale')")
+           "params.behaviour returns None ('record'), that tuple with its first "
+           "gradient times params.factor ('scale'), with one more entry None ('extra') or as "
+           "a list ('list')")
     caps = ("node_hooks", "grad_fn")
 
     def check(self, s, path):
-        _check_hook(s, path, ("record", "scale"))
+        _check_hook(s, path, ("record", "scale", "extra", "list"))
         fields.param(s, path, "kind", (str,), required=False, choices=("pre", "post"))
 
     def run(self, x, s, ev, path):
@@ -176,8 +183,10 @@ class NodeHook(Kind):
 
     def render(self, s, path):
         p, t = s.params, s.target
-        factor = (f", {float(p.get('factor', 2.0))!r}" if p.get("behaviour") == "scale" else "")
-        fn = f"node_hook({(p.get('label') or s.out)!r}{factor})"
+        behaviour = p.get("behaviour")
+        extra = (f", {float(p.get('factor', 2.0))!r}" if behaviour == "scale" else
+                 f", returns={behaviour!r}" if behaviour in ("extra", "list") else "")
+        fn = f"node_hook({(p.get('label') or s.out)!r}{extra})"
         if p.get("kind", "pre") == "pre":
             return [f"{s.out} = {t}.grad_fn.register_prehook({fn})"]
         return [f"_hook = {fn}",

@@ -107,8 +107,10 @@ class Setitem(Kind):
             apart = g.apart(t)
             b = g.pick("setitem value", lambda u: u.is_float and apart(u)
                        and broadcast(shape, u.shape) == shape)
-            if b is None:
-                b = g.make_leaf(shape=shape)
+            if b is None:       # vocabulary 5: sometimes with leading 1s, which setitem drops
+                lead = g.vocabulary >= 5 and g.boolean("value with leading 1s", 20)
+                b = g.make_leaf(shape=(1,) * g.integer("leading 1s", 1, 2) + shape
+                                if lead else shape)
             value, tensors = b.name, [b]
         cl = g.apply_inplace(t, tensors, False, setitem=True)
         g.emit(Stmt("setitem", target=t.name, args=[value], params={"index": index}),

@@ -319,7 +319,8 @@ class View(Kind):
         if a is None:
             return False
         fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
-                                                      squeezes=g.vocabulary >= 4))
+                                                      squeezes=g.vocabulary >= 4,
+                                                      units=g.vocabulary >= 5))
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1

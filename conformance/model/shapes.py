@@ -67,16 +67,34 @@ def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
 ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
 
 
-def view_options(a: T, inferred: bool = False, squeezes: bool = False) -> tuple[ViewOption, ...]:
+def view_options(a: T, inferred: bool = False, squeezes: bool = False,
+                 units: bool = False) -> tuple[ViewOption, ...]:
     """(fn, kw, result shape) of every view of a the generator draws from, in draw order;
     `inferred` adds the forms with a size of -1 (reshape and view infer it, expand keeps the
     dim), `squeezes` (vocabulary 4) squeeze without a dim, squeeze of a 0-d tensor and transpose
-    by negative dims. The options are shared between calls: copy the kw of the one you use
-    (copy_kw)."""
+    by negative dims, `units` (vocabulary 5) `view` with a size-1 dim put in or taken out,
+    which works whatever the strides (torch's computeStride gives a size-1 dim any stride), so
+    it is drawn on non-contiguous tensors too. The options are shared between calls: copy the
+    kw of the one you use (copy_kw)."""
     opts = _view_options(a.shape, a.contiguous)
     if inferred:
         opts += _inferred(a.shape, a.contiguous)
-    return opts + _squeezes(a.shape) if squeezes else opts
+    if squeezes:
+        opts += _squeezes(a.shape)
+    return opts + _unit_views(a.shape) if units else opts
+
+
+@functools.cache
+def _unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    opts: list[ViewOption] = []
+    for d in range(len(shape) + 1):
+        s = shape[:d] + (1,) + shape[d:]
+        opts.append(("view", {"shape": list(s)}, s))
+    for d, n in enumerate(shape):
+        if n == 1:
+            s = shape[:d] + shape[d + 1:]
+            opts.append(("view", {"shape": list(s)}, s))
+    return tuple(opts)
 
 
 @functools.cache

@@ -60,13 +60,18 @@ def post(label, returns=False):
     return hook
 
 
-def node_hook(label, factor=None):
+def node_hook(label, factor=None, returns=None):
     """For grad_fn.register_prehook (gets grad_outputs) and, through a lambda, register_hook
-    (gets grad_inputs): logs the first gradient, and with a factor scales it."""
+    (gets grad_inputs): logs the first gradient, and with a factor scales it; returns="extra"
+    gives back one entry too many and returns="list" a list (errors, HOOK-17)."""
     def hook(grads):
         show(f"  node hook {label} got", grads[0] if grads else None)
         if factor is not None and grads and grads[0] is not None:
             return (grads[0] * factor,) + tuple(grads[1:])
+        if returns == "extra":
+            return tuple(grads) + (None,)
+        if returns == "list":
+            return list(grads)
         return None
     return hook
 '''

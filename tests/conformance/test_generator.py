@@ -55,11 +55,11 @@ def test_programs_round_trip_through_json():
 
 
 def test_size_is_about_n_statements():
-    # the last step may be a focus move (several statements, gen/focus.py), and the closing
-    # sweep is one more
+    # the last step may be a focus move (several statements, gen/focus.py: the longest, the
+    # second derivative of gen/higher.py, up to 16), and the closing sweep is one more
     for size in (5, 20, 40):
         counts = [sum(1 for _ in program_for_seed(s, None, size).walk()) for s in range(40)]
-        assert min(counts) >= size and max(counts) <= size + 12, (size, counts)
+        assert min(counts) >= size and max(counts) <= size + 17, (size, counts)
 
 
 def test_every_statement_kind_op_and_observable_appears():
@@ -105,7 +105,8 @@ def test_every_statement_kind_op_and_observable_appears():
     assert seen["observe"] == set(OBSERVABLES)
     assert seen["hook"] == {"record", "scale", "wrong_shape"}
     assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled", "with", "decorator"}
-    assert seen["node_hook"] == {(k, b) for k in ("pre", "post") for b in ("record", "scale")}
+    assert seen["node_hook"] == {(k, b) for k in ("pre", "post")
+                                 for b in ("record", "scale", "extra", "list")}
     assert seen["post_hook"] == {"record", "return"}
     assert {"retain_graph", "inputs", "gradient"} <= seen["backward"]
     assert {"float32", "float64", "int64"} <= seen["dtype"] and {0, 1, 2} <= seen["shape"]

@@ -35,7 +35,7 @@ def test_create_graph_is_drawn_in_vocabulary_5_only_and_only_where_declared():
         assert not _recorded_grads(p) and "create_graph" not in p.meta["capabilities"], seed
         old = program_for_seed(seed, ALL_CAPABILITIES, 20, vocabulary=4)
         assert not _recorded_grads(old) and "create_graph" not in old.meta["capabilities"]
-    assert drawn >= 15            # about one program in seven
+    assert drawn >= 12            # about one program in eight
 
 
 def _predictions(monkeypatch) -> dict[str, bool]:
@@ -76,12 +76,12 @@ def test_programs_with_create_graph_agree_with_torch(engine):
     caps = frozenset(oracle.capabilities) & frozenset(other.capabilities)
     assert "create_graph" in caps
     ran = 0
-    for seed in range(300):
+    for seed in range(400):
         p = program_for_seed(seed, caps, 20)
         if _recorded_grads(p):
             ran += 1
             assert compare(p, execute(p, oracle), execute(p, other)) == [], seed
-    assert ran >= 25
+    assert ran >= 30
 
 
 def _leaf(out, values):
