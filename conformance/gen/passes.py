@@ -33,9 +33,12 @@ class BackwardPasses:
         return self.weighted("retain_graph", RETAIN_GRAPH)
 
     def emit_backward(self, root: T, gradient: list[Any], retain: Any = "draw",
-                      inputs: list[T] | None = None, kind: str | None = None) -> bool:
+                      inputs: list[T] | None = None, kind: str | None = None,
+                      create_graph: bool = False) -> bool:
         """Emit root.backward(...) and update the model; `kind` is the deliberate error it
-        raises (its clause is added), else the model predicts what it raises."""
+        raises (its clause is added), else the model predicts what it raises. With
+        create_graph the .grad it stores is recorded (DOUBLE-3) and the graph kept by default
+        (FREE-7)."""
         nodes = model.reach([root.node])
         predicted = model.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
         retain = self.draw_retain() if retain == "draw" else retain
@@ -50,6 +53,8 @@ class BackwardPasses:
                     if other is not inputs[0]:
                         inputs.append(other)
         params: dict[str, Any] = {"retain_graph": retain}
+        if create_graph:
+            params["create_graph"] = True
         if inputs:
             params["inputs"] = [u.name for u in inputs]
             nodes = model.needed([root.node], inputs)
@@ -66,9 +71,12 @@ class BackwardPasses:
             cl.append("API-11")
         if kind:
             cl.append(errors.ERROR_CLAUSE[kind])
+        if create_graph:
+            cl += ["DOUBLE-1", "DOUBLE-3"]
         self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
                   kind or predicted)
         if predicted is None and kind is None:
-            self.after_backward(nodes, retain, inputs or None)
+            self.after_backward(nodes, retain or (create_graph and retain is None),
+                                inputs or None)
         return True
 

@@ -116,12 +116,14 @@ class Backward(Kind):
         if not ok:
             return False
         t = joined(g, g.choice("backward of", _widest(g, ok)))
+        # vocabulary 5: sometimes create_graph, whose .grad is recorded (DOUBLE-3)
+        cg = g.vocabulary >= 5 and g.has("create_graph") and g.boolean("create_graph", 20)
         if not t.shape:
-            return g.emit_backward(t, [])
+            return g.emit_backward(t, [], create_graph=cg)
         if not g.grad_enabled or g.boolean("give gradient", 50):
             # hidden: a leaf's .grad may alias the gradient tensor itself (UNSPEC-3)
-            return g.emit_backward(t, [g.const(t.shape, t.dtype)])
-        return g.emit_backward(g.sum_of(t), [])
+            return g.emit_backward(t, [g.const(t.shape, t.dtype)], create_graph=cg)
+        return g.emit_backward(g.sum_of(t), [], create_graph=cg)
 
 
 @kind

@@ -127,3 +127,22 @@ def test_only_the_gradients_graph_is_left_open(index, compared):
     e.events[index].value = "something else" if index != 9 else [False, None]
     found = compare(GRADIENT_GRAPH, o, e)
     assert bool(found) == compared, found
+
+
+def test_backward_with_create_graph_is_drawn_and_its_warning_never_compared():
+    """Vocabulary 5 also draws tensor.backward(create_graph=True) (DOUBLE-3: the .grad it
+    stores is recorded). Its CREATE_GRAPH_CYCLE warning comes once per process (UNSPEC-9),
+    and a campaign's worker runs many programs: it is never compared; other warnings are."""
+    drawn = sum(1 for seed in range(400) for _, s in program_for_seed(seed, None, 20).walk()
+                if s.op == "backward" and s.params.get("create_graph"))
+    assert drawn >= 15
+    p = Program([_leaf("x", [0.3, -1.2]), _call("y", "mul", "x", "x"), _call("s", "sum", "y"),
+                 Stmt("backward", target="s", params={"create_graph": True}),
+                 _see("x", "grad"), _see("y", "grad")])      # RETAIN-7 warns
+    o = execute(p, load_engine("torch"))
+    e = copy.deepcopy(o)
+    e.events[3].warnings = [] if o.events[3].warnings else ["CREATE_GRAPH_CYCLE"]
+    assert compare(p, o, e) == []
+    assert o.events[5].warnings == ["NONLEAF_GRAD_ACCESS"]
+    e.events[5].warnings = []
+    assert [d.what for d in compare(p, o, e)] == ["warnings"]
