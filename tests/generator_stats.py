@@ -63,18 +63,19 @@ class Counting(TorchLike):
         super().__init__(torch, "torch-counting", "cpu")
         self.reached: list[int] = []
 
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         self.reached.append(leaves_reached([t]))
-        return super().backward(t, gradient, retain_graph, inputs)
+        return super().backward(t, gradient, retain_graph, inputs, create_graph)
 
-    def autograd_backward(self, tensors, grad_tensors, retain_graph):
+    def autograd_backward(self, tensors, grad_tensors, retain_graph, create_graph=False):
         self.reached.append(leaves_reached(list(tensors)))
-        return super().autograd_backward(tensors, grad_tensors, retain_graph)
+        return super().autograd_backward(tensors, grad_tensors, retain_graph, create_graph)
 
-    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
+    def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused,
+                      create_graph=False):
         self.reached.append(leaves_reached(list(outputs)))
         return super().autograd_grad(outputs, inputs, grad_outputs, retain_graph,
-                                     allow_unused)
+                                     allow_unused, create_graph)
 
 
 @dataclass

@@ -67,13 +67,14 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "warnings": (),                 # classify_warning has a default: the spec's own table
     "backward_inputs": (),
     "deriv_ops": (),                # ops of the op table: call and inplace (core's)
-    "create_graph": ("autograd_grad",),     # ... with the keyword below
+    "create_graph": ("autograd_grad",),     # ... with the keywords below
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
-# method predates the keyword, say a TorchLike subclass overriding autograd_grad, would fail
-# every program that uses it, so it is refused at load instead)
+# method predates the keyword, say a TorchLike subclass overriding backward, would fail every
+# program that uses it, so it is refused at load instead)
 KEYWORDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "create_graph": (("autograd_grad", "create_graph"),),
+    "create_graph": (("backward", "create_graph"), ("autograd_backward", "create_graph"),
+                     ("autograd_grad", "create_graph")),
 }
 
 
@@ -83,7 +84,8 @@ def _accepts(method: Any, keyword: str) -> bool:
         params = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):     # no signature to read: take it at its word
         return True
-    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
+    return any((p.name == keyword and p.kind is not p.POSITIONAL_ONLY)
+               or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> list[str]:
@@ -186,6 +188,9 @@ class Engine(ABC):
         raise NotImplementedError
 
     # ---- backward -------------------------------------------------------------------------
+    # With the capability create_graph each of the three also takes the keyword
+    # create_graph=True (passed only when a statement sets it: DOUBLE-1); an engine without it
+    # may leave the keyword out.
     @abstractmethod
     def backward(self, t: Tensor, gradient: Tensor | None, retain_graph: bool | None,
                  inputs: Sequence[Tensor] | None) -> None: ...

@@ -88,7 +88,7 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
     elif step == "inplace":
         if not g.inplace_ok(y):
             return None
-        g.draw_on("inplace", y, target=y, fn=g.choice("double in-place op", _in_place(g)))
+        g.draw_on("inplace", y, target=y, fn=g.choice("double in-place op", _in_place(g, y)))
     else:
         if not y.ndim or not g.has("views"):
             return None
@@ -96,7 +96,7 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
         if not g.inplace_ok(v):
             return None
         running = v.name
-        g.draw_on("inplace", v, target=v, fn=g.choice("double in-place op", _in_place(g)))
+        g.draw_on("inplace", v, target=v, fn=g.choice("double in-place op", _in_place(g, v)))
     if len(g.out) == before or g.out[-1].op not in ("call", "inplace"):
         return None
     stmt = g.out[-1]
@@ -106,9 +106,13 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
     return y, effect, _base(stmt.params["fn"])
 
 
-def _in_place(g: Any) -> list[str]:
-    """The in-place ops of no tensor operand the vocabulary draws (their settings drawn)."""
-    return [f for f, _ in g.inplace_fns if not ops.ROWS[f].arity and f != "zero_"]
+def _in_place(g: Any, t: T) -> list[str]:
+    """The in-place ops of no tensor operand the vocabulary draws (their settings drawn) that
+    may take t: those whose results jump only on an exactly computed t (else the in-place
+    draw would put another op in their place, maybe one of a tensor operand, which the
+    prediction does not follow)."""
+    return [f for f, _ in g.inplace_fns if not ops.ROWS[f].arity and f != "zero_"
+            and (not ops.ROWS[f].jumps or t.exact_now())]
 
 
 @scenario("autograd.grad with create_graph, then a pass through the gradient's graph",
@@ -116,6 +120,10 @@ def _in_place(g: Any) -> list[str]:
 def second_derivative(g: Any) -> bool:
     x = g.rg_tensor("double leaf", lambda u: u.leaf and u.node is not None) if g.boolean(
         "reuse a leaf", 40) else g.make_leaf(rg=True)
+    if g.has("hooks") and x.hookable() and g.boolean("hook on the leaf", 35):
+        # it runs in both passes (DOUBLE-9), in the first with grad mode on (DOUBLE-7)
+        g.draw_on("hook", x, behaviour=g.choice("leaf hook", ["record", "scale"]))
+    before = set(g.tensors)
     y = g.call1(x, "mul", [g.choice("number", NUMBERS)], {}, ["GRAPH-6"])
     y.exact = x.exact_now()         # an IEEE-rounded product: floor, sign, round may follow
     effects, fns = [], []
@@ -126,7 +134,9 @@ def second_derivative(g: Any) -> bool:
             effects, fns = effects + [effect], fns + [fn]
     recorded = next((e for e in effects if e is not None), False)
     root = g.sum_of(y) if y.shape else y
-    cl = ["DOUBLE-10"] if DOUBLE_10.intersection(fns) else []
+    hooked = x.node is not None and bool(x.node.hooks)
+    cl = (["DOUBLE-10"] if DOUBLE_10.intersection(fns) else []) + (
+        ["DOUBLE-7"] if hooked else [])
     made = KINDS["grad"].emit_recorded(g, root, [x], recorded, cl)
     if made is None:
         return False
@@ -142,7 +152,12 @@ def second_derivative(g: Any) -> bool:
         return True                             # reaches all of root's): none predicted
     retain = g.draw_retain()
     g.emit_backward(s, [], retain)
-    _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]))
+    _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]),
+         *(["DOUBLE-9"] if hooked else []))
+    if not retain:      # which nodes of the function's graph that pass freed follows the
+        for name in set(g.tensors) - before:    # gradient's graph's edges (UNSPEC-9)
+            if not g.tensors[name].leaf:
+                g.tensors[name].hidden = True
     if not KINDS["observe"].draw(g, x, "grad"):
         return False
     _tag(g, g.out[-1], "DOUBLE-2")      # the second derivative, where it shows

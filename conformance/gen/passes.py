@@ -71,8 +71,8 @@ class BackwardPasses:
             cl.append("API-11")
         if kind:
             cl.append(errors.ERROR_CLAUSE[kind])
-        if create_graph:
-            cl += ["DOUBLE-1", "DOUBLE-3"]
+        if create_graph and predicted is None and kind is None:
+            cl += ["DOUBLE-1", "DOUBLE-3"] + (["DOUBLE-7"] if any(n.hooks for n in nodes) else [])
         self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
                   kind or predicted)
         if predicted is None and kind is None:

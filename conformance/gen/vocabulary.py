@@ -38,8 +38,6 @@ NOT_GENERATED: dict[str, str] = {
     "DOUBLE-4": "no observable reads the grad_fn of a .grad",
     "DOUBLE-6": "nothing is written between a create_graph pass and the pass through its "
                 "gradient's graph",
-    "DOUBLE-7": "no hook is drawn on the function a create_graph pass differentiates",
     "DOUBLE-8": "CREATE_GRAPH_CYCLE is not compared in generated programs: torch gives it "
                 "once per process, and a campaign's worker runs many (UNSPEC-9)",
-    "DOUBLE-9": "no hook is drawn on the function a create_graph pass differentiates",
 }

@@ -115,7 +115,10 @@ PROBES: dict[str, list[Stmt]] = {
                                           "allow_unused": False, "outs": ["g"],
                                           "create_graph": True}),
                      _see("g", "requires_grad"), _call("z", "mul", "g", "x"),
-                     _call("s2", "sum", "z"), _backward("s2"), _see("x", "grad")],
+                     _call("s2", "sum", "z"), _backward("s2"), _see("x", "grad"),
+                     _call("y3", "sin", "x"), _call("s3", "sum", "y3"),
+                     Stmt("backward", target="s3", params={"create_graph": True}),
+                     _see("x", "grad")],
 }
 
 

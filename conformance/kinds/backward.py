@@ -1,8 +1,8 @@
 """Backward-like statements: tensor.backward, autograd.backward and autograd.grad.
 
 Each takes an optional params.create_graph (DOUBLE-1): absent or False for a plain pass; the
-generator draws it on autograd.grad from vocabulary 5 (Grad.emit_recorded, conformance/gen/
-higher.py)."""
+generator draws it from vocabulary 5 on autograd.grad (Grad.emit_recorded, conformance/gen/
+higher.py) and on tensor.backward (Backward.draw)."""
 from __future__ import annotations
 
 from ..lang.program import Stmt

@@ -114,11 +114,14 @@ class _HooksDeclared(_Core):
 
 class _GradBeforeCreateGraph(TorchLike):
     """A torch-shaped adapter written before create_graph: it inherits the capability from
-    TorchLike but overrides autograd_grad without the keyword."""
+    TorchLike but overrides backward and autograd_grad without the keyword."""
 
     def __init__(self):
         import torch
         super().__init__(torch, "old-adapter")
+
+    def backward(self, t, gradient, retain_graph, inputs):
+        super().backward(t, gradient, retain_graph, inputs)
 
     def autograd_grad(self, outputs, inputs, grad_outputs, retain_graph, allow_unused):
         return super().autograd_grad(outputs, inputs, grad_outputs, retain_graph, allow_unused)
@@ -146,7 +149,8 @@ HERE = "tests.conformance.test_engines"
 @pytest.mark.parametrize("factory, lacking", [
     ("minimal", "core: data; core: autograd_backward"),
     ("hooks_declared", "hooks: remove_hook; views: getitem"),
-    ("grad_before_create_graph", "create_graph: autograd_grad(create_graph=...)"),
+    ("grad_before_create_graph",
+     "create_graph: backward(create_graph=...); create_graph: autograd_grad(create_graph=...)"),
 ])
 def test_a_declared_capability_must_have_its_methods(factory, lacking):
     with pytest.raises(EngineError) as info:

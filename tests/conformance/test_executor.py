@@ -165,12 +165,12 @@ class NoLeafCheck(TorchLike):
 
 
 class Crashing(TorchLike):
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         os._exit(3)
 
 
 class Hanging(TorchLike):
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         time.sleep(600)
 
 

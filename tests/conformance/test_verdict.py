@@ -176,9 +176,9 @@ class SilentBackward(TorchLike):
     """Backward on a tensor that does not require grad does nothing where torch raises
     NO_GRAD_FN (API-4); it declares no autograd_grad, a capability API-4 requires."""
 
-    def backward(self, t, gradient, retain_graph, inputs):
+    def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         if t.requires_grad:
-            super().backward(t, gradient, retain_graph, inputs)
+            super().backward(t, gradient, retain_graph, inputs, create_graph)
 
 
 def silent_backward(device="cpu"):
