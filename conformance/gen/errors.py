@@ -37,7 +37,7 @@ ERROR_ORDER = (
     "GRAD_ASSIGN_DTYPE", "HOOK_CHANGED_SIZE", "UNUSED_INPUT", "NONLEAF_GRAD_ACCESS",
     "BACKWARD_EMPTY_INPUTS", "GRAD_OUTPUT_SHAPE", "INPUT_NO_REQUIRES_GRAD",
     "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE", "HOOK_WRONG_COUNT",
-    "HOOK_RETURNED_NON_TUPLE",
+    "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
@@ -207,6 +207,35 @@ def nonleaf_grad_access(g: Any) -> bool:
     t = g.pick("non-leaf", lambda u: u.rg and not u.leaf and not u.retains) or _new_nonleaf(
         g, "neg", [], ["GRAPH-1"])
     return of("observe").draw(g, t, "grad")
+
+
+@error_move("PARTIAL_OVERLAP", clause="INPLACE-17", needs=("inplace", "views"), since=5)
+def partial_overlap(g: Any) -> bool:
+    """An in-place op, a setitem or an in-place op through a transpose whose operand is
+    another dense view of the same memory, partly overlapping the target: it raises before
+    writing, so nothing changes."""
+    a = g.make_leaf(shape=g.choice("overlap shape", [(3,), (2, 2)]))
+    y = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
+    if y.shape == (2, 2):
+        t = g.add_view(y, (2, 2), True, False)
+        g.emit(Stmt("view", out=t.name, target=y.name, params={"fn": "t", "kw": {}}),
+               ["GRAPH-10"])
+        target, operand, index = t, y, None
+    else:
+        first = {"slice": [0, 2, None]}
+        operand = of("getitem").emit(g, y, [{"slice": [1, 3, None]}])
+        if g.boolean("overlap by setitem", 25):
+            target, index = y, [first]
+        else:
+            target, index = of("getitem").emit(g, y, [first]), None
+    if index is not None:
+        g.emit(Stmt("setitem", target=target.name, args=[operand.name],
+                    params={"index": index}), ["INPLACE-17"], "PARTIAL_OVERLAP")
+    else:
+        fn = g.choice("overlap fn", ["add_", "sub_", "mul_", "copy_"])
+        g.emit(Stmt("inplace", target=target.name, args=[operand.name],
+                    params={"fn": fn, "kw": {}}), ["INPLACE-17"], "PARTIAL_OVERLAP")
+    return True
 
 
 # ---- the tables, read from the declarations ---------------------------------------------------

@@ -1,5 +1,5 @@
-"""In-place ops (INPLACE-1..INPLACE-14, VER-2, VER-14, HOOK-11, RETAIN-6) and clone; their
-formulas, CopySlices' included, run on tensors under create_graph too (DOUBLE-2).
+"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6) and
+clone; their formulas, CopySlices' included, run on tensors under create_graph too (DOUBLE-2).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
 modified (check_inplace, check_overlap), compute, write the result into the target's storage,
@@ -35,8 +35,9 @@ def check_inplace(t: Tensor, others=()) -> None:
 
 
 def check_overlap(t: Tensor, other) -> None:
-    """torch refuses an in-place op whose input overlaps the target only partly (the same memory
-    seen with other strides); full overlap, as in x.mul_(x), is fine."""
+    """INPLACE-17: torch refuses an in-place op whose input overlaps the target only partly (the
+    same memory seen with other strides, or shifted), when both are dense; full overlap, as in
+    x.mul_(x), is fine, and tensors that are not dense are not checked (UNSPEC-3)."""
     if not isinstance(other, Tensor) or other._data is t._data:
         return
     a, b, be = t._data, other._data, t._be

@@ -351,3 +351,32 @@ def test_setitem_of_a_one_element_value_onto_its_own_memory(differential):
         log.attempt("d[0] = t[1]", lambda: d.__setitem__(0, t[1]))
         log("t", state(t))
     differential(prog)
+
+
+@pytest.mark.clause("INPLACE-17")
+def test_operands_partly_overlapping_the_target_are_refused_when_dense(differential):
+    """Dense operands partly overlapping the target raise PARTIAL_OVERLAP before writing
+    (every in-place op, setitem, a transpose of the same memory, float32 and float64); the
+    same layout, disjoint memory and the leaf checks, which come first, do not."""
+    def one(torch, log, dt):
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=dt, requires_grad=True)
+        y = x * 2
+        for fn in ("add_", "sub_", "mul_", "div_", "copy_"):
+            log.attempt(f"{fn} shifted", lambda fn=fn: getattr(y[0:3], fn)(y[1:4]))
+        log.attempt("setitem shifted", lambda: y.__setitem__(slice(1, 4), y[0:3]))
+        log("y unchanged", state(y))
+        log.attempt("same layout", lambda: y[1:3].mul_(y[1:3]))
+        log.attempt("disjoint halves", lambda: y[0:2].add_(y[2:4]))
+        log("y", state(y))
+        m = (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=dt) * 1).requires_grad_()
+        log.attempt("leaf first", lambda: m.t().add_(m))
+        n = m * 1
+        log.attempt("transpose", lambda: n.t().add_(n))
+        log.attempt("rows", lambda: n[0].add_(n[1]))
+        n.sum().backward()
+        log("m.grad", m.grad)
+
+    def prog(torch, log):
+        for dt in (torch.float32, torch.float64):
+            one(torch, log, dt)
+    differential(prog)
