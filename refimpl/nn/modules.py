@@ -59,29 +59,24 @@ class Module:
 
     # ---- attributes: registering parameters and submodules --------------------------------
     def __setattr__(self, name, value):
-        params, modules = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
-        if isinstance(value, Parameter):
-            if params is None:
-                raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name, keep=params)
-            params[name] = value
-        elif params is not None and name in params:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
-            params[name] = None
-        elif isinstance(value, Module):
-            if modules is None:
-                raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name, keep=modules)
-            modules[name] = value
-        elif modules is not None and name in modules:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
-            modules[name] = None
-        else:
-            object.__setattr__(self, name, value)
+        # (what registers, its table, the words of torch's messages), Parameter first
+        for cls, key, what, slot, expected in (
+                (Parameter, "_parameters", "parameters", "parameter", "torch.nn.Parameter"),
+                (Module, "_modules", "module", "child module", "torch.nn.Module")):
+            table = self.__dict__.get(key)
+            if isinstance(value, cls):
+                if table is None:
+                    raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+                self._forget(name, keep=table)
+                table[name] = value
+                return
+            if table is not None and name in table:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_typename(value)}' as {slot} '{name}' "
+                                    f"({expected} or None expected)")
+                table[name] = None
+                return
+        object.__setattr__(self, name, value)
 
     def _forget(self, name, keep):
         """Drop `name` from the other tables before it is registered in `keep`, where it keeps
