@@ -44,7 +44,7 @@ from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
 from .rule import EPS, TOLERANCES, ULPS, close  # noqa: F401 - the rule, named where it is used
 from .segments import UNIT
-from .unspecified import Unspecified
+from .unspecified import Unspecified, compared_warnings
 from .verdict import attribute
 
 if TYPE_CHECKING:
@@ -235,9 +235,9 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
             continue
         if not open_items and (ost != est or o.error != e.error):   # a sweep with open
             diverge(o, "outcome", outcome(o), outcome(e))   # items: item by item (hides)
-        elif not open_items and _warned(o) != _warned(e):
-            diverge(o, "warnings", ", ".join(_warned(o)) or "none",
-                    ", ".join(_warned(e)) or "none")
+        elif not open_items and compared_warnings(o) != compared_warnings(e):
+            diverge(o, "warnings", ", ".join(compared_warnings(o)) or "none",
+                    ", ".join(compared_warnings(e)) or "none")
         if (o.hooks or e.hooks) and not ost == est == "error":  # UNSPEC-1: hooks before an
             open_order = kind.hook_order_open(s)                      # error
             oh, eh = _hook_calls(o, e, open_order)
@@ -260,12 +260,6 @@ _encode = msgspec.msgpack.Encoder().encode
 
 def _same_data(a: Any, b: Any) -> bool:
     return _encode(a) == _encode(b)
-
-
-# Warnings a program cannot know to expect: CREATE_GRAPH_CYCLE is given once per process
-# unless torch.set_warn_always(True) (UNSPEC-9), and a campaign's worker runs many programs
-def _warned(ev: Event) -> list[str]:
-    return [w for w in ev.warnings if w != "CREATE_GRAPH_CYCLE"]
 
 
 def _identical(oracle: Trace, engine: Trace, stmts: dict[str, Stmt]) -> bool:

@@ -13,6 +13,13 @@ from ..lang.program import Stmt
 from ..lang.trace import Event
 
 
+def compared_warnings(ev: Event) -> list[str]:
+    """The warning kinds of an event that are compared: not CREATE_GRAPH_CYCLE, which torch
+    gives once per process unless torch.set_warn_always(True) (UNSPEC-9), where a program
+    cannot know whether it is its process's first (a campaign's worker runs many)."""
+    return [w for w in ev.warnings if w != "CREATE_GRAPH_CYCLE"]
+
+
 class Unspecified:
     """What spec/unspecified.md says not to compare, tracked statement by statement from what
     the statement kinds say about it (conformance/kinds/registry.py, "open points")."""
