@@ -12,17 +12,26 @@ from __future__ import annotations
 
 from . import autograd, backend, dtypes, nn, ops
 from . import factories as _fac
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .ops import discrete as _disc
 from .ops import elementwise as _ew
 from .ops import inplace as _ip
 from .ops import linalg as _la
 from .ops import reduce as _red
 from .ops import views as _views
-from .tensor import Size, Tensor, device
+from .sizes import Size, device
+from .tensor import Tensor
 
 __all__ = ["autograd", "backend", "nn", "ops", "Tensor", "Size", "device", "tensor", "no_grad",
-           "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+           "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
 dtype = dtypes.dtype
 bool, float32, float64, int64 = dtypes.bool_, dtypes.float32, dtypes.float64, dtypes.int64  # noqa: A001
 float, double, long = float32, float64, int64  # noqa: A001

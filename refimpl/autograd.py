@@ -167,3 +167,9 @@ def _grad_tensor(be, g):
         t._base._vc = t._vc
         t._view_chain, t._view_version, t._view_no_grad = (), t._vc[0], True
     return t
+
+
+# custom Functions (FUNC-1..FUNC-15): torch.autograd.Function, torch.autograd.function
+from . import function  # noqa: E402  (function.py imports the tensor machinery only)
+
+Function = function.Function

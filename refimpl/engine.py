@@ -1,5 +1,6 @@
 """The backward pass (GRAPH-9, HOOK-1..HOOK-16, RETAIN-1, RETAIN-4, RETAIN-5, FREE-1..FREE-5,
-MODE-8, API-6, API-7, API-10, API-11, DOUBLE-1, DOUBLE-3, DOUBLE-4, DOUBLE-7).
+MODE-8, API-6, API-7, API-10, API-11, DOUBLE-1, DOUBLE-3, DOUBLE-4, DOUBLE-7, FUNC-9: a
+custom Function's node gets one gradient per output, and runs on undefined ones too).
 
 As torch's engine: count each node's incoming edges, then run a ready queue. A node is ready
 when every edge into it has delivered its gradient (GRAPH-9 sums them first). Among ready nodes
@@ -40,9 +41,9 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
     accumulate. With no targets every reachable AccumulateGrad runs.
     """
     if len(roots) == 1:
-        start, first = roots[0][0], grads[0]
+        (start, nr), first = roots[0], grads[0]
     else:
-        start, first = _GraphRoot(roots, grads), None
+        (start, nr), first = (_GraphRoot(roots, grads), 0), None
     deps = _dependencies(start)
     run_only = _needed(start, targets, capture) if targets else None
     captures = {}  # node -> index into the result, for autograd.grad
@@ -53,7 +54,8 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
 
     order = itertools.count()
     queue = [(-start.seq, next(order), start)]
-    buffers = {start: first}
+    buffers = {}
+    _deliver(buffers, start, nr, first)
     flag = grad_mode.enabled
     prev_mode = flag.value
     try:
@@ -66,30 +68,40 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
                 needed = run_only.get(fn, False)
                 if not needed:  # visited for a capture, or the root: only its tensor hooks run
                     grad = _tensor_hooks(fn, grad, be, create_graph)
-                for i in captures.get(fn, ()):
-                    captured[i] = grad  # before the hooks when the node also runs, as torch
+                for i in captures.get(fn, ()):  # before the hooks when the node also runs, as torch
+                    captured[i] = grad if fn.n_outputs == 1 else grad[targets[i][1]]
                 if not needed:
                     continue
             def wanted(nxt):  # on a path to the wanted inputs (all, without targets)
                 return run_only is None or run_only.get(nxt) or nxt in captures
 
             outputs = _call(fn, grad, be, keep_graph, wanted, create_graph)
-            for (nxt, _), out in zip(fn.next_functions, outputs, strict=False):
+            for (nxt, nr), out in zip(fn.next_functions, outputs, strict=False):
                 if nxt is None:
                     continue
                 deps[nxt] -= 1
                 if not wanted(nxt):
                     continue
-                if nxt in buffers:
-                    cur = buffers[nxt]
-                    buffers[nxt] = out if cur is None else (cur if out is None else cur + out)
-                else:
-                    buffers[nxt] = out
+                _deliver(buffers, nxt, nr, out)
                 if deps[nxt] == 0:
                     heapq.heappush(queue, (-nxt.seq, next(order), nxt))
     finally:
         grad_mode.enabled[0] = prev_mode
     return captured
+
+
+def _deliver(buffers, fn, nr, g):
+    """Add g, the gradient of output nr of fn, to what fn will run with (GRAPH-9). A node with
+    several outputs (a custom Function's, FUNC-9) gets a list, one gradient per output."""
+    if fn.n_outputs > 1:
+        slots = buffers.setdefault(fn, [None] * fn.n_outputs)
+        slots[nr] = _sum(slots[nr], g)
+    else:
+        buffers[fn] = _sum(buffers.get(fn), g)
+
+
+def _sum(cur, g):
+    return g if cur is None else (cur if g is None else cur + g)
 
 
 def _dependencies(start):
@@ -136,7 +148,8 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
                 grad = _carried(res[0], graphed)
     # a node sent only an undefined gradient still runs, its formula yielding None for every
     # input; an AccumulateGrad then leaves .grad alone but still runs its post hooks (LEAF-10)
-    runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad)
+    runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad) \
+        or fn.materializes  # a custom Function's backward gets zeros or None (FUNC-9, FUNC-10)
     outputs = fn.backward(fn, grad) if runs else (None,) * len(fn.next_functions)
     # torch's validate_outputs, before the post-hooks see them: only wanted gradients, each
     # summed to its input's shape and cast to its dtype

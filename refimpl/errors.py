@@ -53,16 +53,50 @@ def input_no_requires_grad():  # API-8
     return RuntimeError("One of the differentiated Tensors does not require grad")
 
 
-def no_grad_view_inplace(fn=None, indirect=False):  # MODE-9
+def no_grad_view_inplace(fn=None, indirect=False, mode=True):  # MODE-9, INFER-7
+    """`mode`: how the view was made, True (under no_grad) or INFERENCE_VIEW (in inference
+    mode): torch names the mode in the message."""
+    if mode == CUSTOM_FUNCTION_VIEW:  # FUNC-14
+        return custom_view_inplace(fn, indirect)
     who = (f"Output 0 of {_short(fn.name())} is a view of a view which was created in"
            if fn is not None else "A view was created in")
     what = "its base or another view of its base has been" if indirect else "is being"
+    if mode == INFERENCE_VIEW:
+        made, now, block = "inference mode", "in normal mode", "inference mode"
+    else:
+        made, now, block = "no_grad mode", "with grad mode enabled", "no_grad block"
     return RuntimeError(
-        f"{who} no_grad mode and {what} modified inplace with grad mode enabled. Given that this "
-        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-        "moving both the view and the inplace either both inside the no_grad block (if you "
-        "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-        "tracked).")
+        f"{who} {made} and {what} modified inplace {now}. Given that this use case is "
+        "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
+        f"the view and the inplace either both inside the {block} (if you don't want the "
+        "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+
+
+INFERENCE_VIEW = "inference"    # Tensor._view_no_grad of a view made in inference mode
+
+
+def inference_version():  # INFER-3
+    return RuntimeError("Inference tensors do not track version counter.")
+
+
+def inference_inplace():  # INFER-4
+    return RuntimeError(
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+        "clone to get a normal tensor before doing inplace update.See "
+        "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def inference_saved():  # INFER-5
+    return RuntimeError(
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+        "inference mode in computation tracked by autograd. To work around this, you can make a "
+        "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
+        "of `torch.inference_mode()`.")
+
+
+def inference_requires_grad():  # INFER-6
+    return RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode "
+                        "is not allowed.")
 
 
 def _short(name: str) -> str:
@@ -195,3 +229,52 @@ CREATE_GRAPH_CYCLE_WARNING = (  # DOUBLE-8
     "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
     "creating the graph to avoid this. If you have to use this function, make sure to reset the "
     ".grad fields of your parameters to None after use to break the cycle and avoid the leak.")
+
+
+# ---- custom autograd.Function (FUNC-6..FUNC-15, refimpl/function.py) ----------------------------
+CUSTOM_FUNCTION_VIEW = "custom_function"  # Tensor._view_no_grad of an input a Function returned
+
+
+def custom_view_inplace(fn, indirect=False):  # FUNC-14
+    what = "its base or another view of its base has been" if indirect else "is being"
+    why = ("is the output of a function that returns multiple views. Such functions do not "
+           "allow the output views to be modified inplace. You should replace the inplace "
+           "operation by an out-of-place one." if fn.n_outputs > 1 else
+           "was created inside a custom Function (or because an input was returned as-is) and "
+           "the autograd logic to handle view+inplace would override the custom backward "
+           "associated with the custom Function, leading to incorrect gradients. This behavior "
+           "is forbidden. You can fix this by cloning the output of the custom Function.")
+    return RuntimeError(f"Output 0 of {_short(fn.name())} is a view and {what} modified "
+                        f"inplace. This view {why}")
+
+
+def function_grad_count(name, expected, got):  # FUNC-7
+    return RuntimeError(f"function {name} returned an incorrect number of gradients (expected "
+                        f"{expected}, got {got})")
+
+
+def function_non_tensor_grad(name, position):  # FUNC-6
+    return RuntimeError(f"function {name} returned a gradient different than None at position "
+                        f"{position}, but the corresponding forward input was not a Variable")
+
+
+def dirty_not_returned():  # FUNC-11
+    return RuntimeError("Some elements marked as dirty during the forward method were not "
+                        "returned as output. The inputs that are modified inplace must all be "
+                        "outputs of the Function.")
+
+
+def dirty_leaf():  # FUNC-11
+    return RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                        "operation.")
+
+
+ONCE_DIFFERENTIABLE = ("trying to differentiate twice a function that was marked with "
+                       "@once_differentiable")  # FUNC-13
+
+
+def legacy_function():  # FUNC-15
+    return RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
+                        "Please use new-style autograd function with static forward method. "
+                        "(Example: https://pytorch.org/docs/stable/autograd.html"
+                        "#torch.autograd.Function)")

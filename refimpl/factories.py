@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 
 from . import backend, dtypes, errors
-from .tensor import Size, Tensor, wrap
+from .sizes import Size
+from .tensor import Tensor, wrap
 
 float32, int64 = dtypes.float32, dtypes.int64
 

@@ -73,9 +73,13 @@ def tensor_repr(t) -> str:
         if t._dtype is dtypes.bool_:
             fmt, width = str, max(len(str(v)) for v in _flat(nested))
         body = _body(nested, ndim, fmt, width, len("tensor("))
-    fn = t.grad_fn
-    if fn is not None:
-        suffix.append(f"grad_fn=<{fn.name().split('::')[-1]}>")
+    try:
+        fn = t.grad_fn
+        name = fn.name().split("::")[-1] if fn is not None else None
+    except RuntimeError:  # a view whose grad_fn may not be regenerated (MODE-9, FUNC-14)
+        name = "Invalid"
+    if name is not None:
+        suffix.append(f"grad_fn=<{name}>")
     elif t._requires_grad:
         suffix.append("requires_grad=True")
     return "tensor(" + ", ".join([body] + suffix) + ")"

@@ -1,4 +1,5 @@
-"""Grad modes (MODE-1..MODE-8): one switch per thread, and managers that save and restore it.
+"""Grad modes (MODE-1..MODE-8) and inference mode (INFER-1): one switch each per thread, and
+managers that save and restore them.
 
 Every manager works as a context manager and as a decorator, as torch.autograd.grad_mode does.
 """
@@ -24,6 +25,16 @@ class _ThreadFlag(threading.local):
 
 
 enabled = _ThreadFlag()
+
+
+class _ThreadFlagOff(_ThreadFlag):
+    def __init__(self):
+        self.value = False
+
+
+# inference mode of the running thread (INFER-1); tensors read `inference.value` when they are
+# made (refimpl/tensor.py: an inference tensor is one made while it is on, INFER-2)
+inference = _ThreadFlagOff()
 
 
 def is_grad_enabled() -> bool:
@@ -91,3 +102,33 @@ class set_grad_enabled(_Mode):
     def __call__(self, fn):
         enabled[0] = self.prev  # as a decorator, the mode applies only inside the call
         return super().__call__(fn)
+
+
+def is_inference_mode_enabled() -> bool:
+    return inference.value
+
+
+class inference_mode(_Mode):
+    """Inference mode on (or, given False, off) for the block: with it on grad mode is off and
+    nothing records, even under a nested enable_grad (INFER-1); inference_mode(False) turns
+    grad mode on, as torch's guard sets grad mode to the opposite of the inference flag."""
+
+    def __new__(cls, mode=True):
+        if mode is None or isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)      # @inference_mode without parentheses
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = (enabled[0], inference.value)
+        inference.value = self.mode
+        enabled[0] = not self.mode
+
+    def __exit__(self, *exc):
+        enabled[0], inference.value = self.prev
+        return False
+
+    def clone(self):
+        return inference_mode(self.mode)

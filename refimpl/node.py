@@ -1,8 +1,9 @@
 """Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
 FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13, DOUBLE-3).
 
-A Node is what `tensor.grad_fn` returns. Every op in scope has one output, so a node receives one
-gradient and returns one gradient per entry of `next_functions`.
+A Node is what `tensor.grad_fn` returns. Every built-in op in scope has one output, so a node
+receives one gradient and returns one gradient per entry of `next_functions`; a custom
+Function's node (refimpl/function.py) may have several outputs and receives a list.
 """
 from __future__ import annotations
 
@@ -13,6 +14,21 @@ from . import errors, grad_mode, hooks
 
 _sequence = itertools.count()  # creation order; the engine runs the most recent node first
 FREED = "freed"                # Node.saved after release_variables()
+
+
+class _NoVersion:
+    """The version counter of every inference tensor: none (INFER-3). Reading `_version` raises;
+    the in-place ops allowed on it inside inference mode bump nothing, and nothing saves it."""
+    __slots__ = ()
+
+    def __getitem__(self, _index):
+        return 0
+
+    def __setitem__(self, _index, _value):
+        pass
+
+
+NO_VERSION = _NoVersion()
 
 
 class SavedValue:
@@ -46,6 +62,8 @@ class SavedValue:
 
 class Node:
     """One backward function: `backward(node, grad)` returns a tuple, one grad per input."""
+    n_outputs = 1         # a custom Function's node may have more (refimpl/function.py)
+    materializes = False  # a custom Function's node runs on undefined gradients too
     __slots__ = ("_name", "backward", "next_functions", "in_meta", "saved", "info", "seq",
                  "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retains_grad", "__weakref__")
 

@@ -2,7 +2,9 @@
 
 Clauses: LEAF-1..LEAF-15 (leaves, `.grad` get/set), RETAIN-1..RETAIN-7, HOOK-6, HOOK-7, HOOK-12,
 VER-1..VER-6 (version counter shared by views and detach(), not by .data), GRAPH-10 and
-INPLACE-8 (a view's grad_fn regenerated once the shared version has moved).
+INPLACE-8 (a view's grad_fn regenerated once the shared version has moved), INFER-2, INFER-3,
+INFER-5, INFER-6 (inference tensors: the tensors made in inference mode, which have no version
+counter: their `_vc` is NO_VERSION).
 
 Ops live in refimpl/ops and are attached to Tensor as methods there, and `Tensor.backward` is
 attached by refimpl/autograd.py, so that this module imports neither. It holds the machinery
@@ -16,16 +18,20 @@ import weakref
 
 from . import errors, grad_mode, hooks
 from .formatting import tensor_repr
-from .node import Node, SavedValue, accumulator
-from .sizes import Size, device
+from .node import NO_VERSION, Node, SavedValue, accumulator
+from .surface import ArraySurface
 
 _enabled = grad_mode.enabled
+_inference = grad_mode.inference
 
 
-class Tensor:
+
+
+class Tensor(ArraySurface):
     __slots__ = ("_data", "_be", "_dtype", "_requires_grad", "_grad_fn", "_grad", "_vc",
                  "_base", "_view_chain", "_view_version", "_view_no_grad", "_backward_hooks",
-                 "_post_hooks", "_retains_grad", "_accumulator", "_grad_dtype", "__weakref__")
+                 "_post_hooks", "_retains_grad", "_accumulator", "_grad_dtype", "_output_nr",
+                 "__weakref__")
     __hash__ = object.__hash__
 
     # ---- construction -------------------------------------------------------------------
@@ -53,6 +59,8 @@ class Tensor:
             raise errors.requires_grad_nonleaf(setter=bool(flag))
         if flag and not self._dtype.is_floating_point:
             raise errors.requires_grad_dtype("setter")  # LEAF-15
+        if flag and self._vc is NO_VERSION and not _inference.value:
+            raise errors.inference_requires_grad()  # INFER-6
         self._requires_grad = bool(flag)
 
     def requires_grad_(self, requires_grad=True):
@@ -62,6 +70,8 @@ class Tensor:
             return self
         if requires_grad and not self._dtype.is_floating_point:
             raise errors.requires_grad_dtype("method")  # LEAF-15
+        if requires_grad and self._vc is NO_VERSION and not _inference.value:
+            raise errors.inference_requires_grad()  # INFER-6
         # a view's own flag: it still reads True while its base requires grad (LEAF-11, MODE-9)
         self._requires_grad = bool(requires_grad)
         return self
@@ -108,12 +118,19 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._vc is NO_VERSION:
+            raise errors.inference_version()  # INFER-3
         return self._vc[0]
+
+    def is_inference(self) -> bool:
+        """Made in inference mode, or a view, detach() or .data of such a tensor (INFER-2)."""
+        return self._vc is NO_VERSION
 
     @property
     def data(self):
-        """Same storage, its own version counter, no history (VER-6, INPLACE-5)."""
-        return self._new_like(self._data)
+        """Same storage, its own version counter, no history (VER-6, INPLACE-5); an inference
+        tensor's is one too (INFER-2)."""
+        return self._new_like(self._data, NO_VERSION if self._vc is NO_VERSION else None)
 
     @data.setter
     def data(self, value):
@@ -159,57 +176,6 @@ class Tensor:
 
     # backward(gradient, retain_graph, create_graph, inputs) is attached by refimpl/autograd.py
 
-    # ---- plain attributes and conversions -------------------------------------------------
-    shape = property(lambda self: Size(self._data.shape))
-    dtype = property(lambda self: self._dtype)
-    device = property(lambda self: device(self._be.device))
-    ndim = property(lambda self: self._data.ndim)
-
-    def size(self, dim=None):
-        return self.shape if dim is None else self._data.shape[dim]
-
-    def dim(self) -> int:
-        return self._data.ndim
-
-    def numel(self) -> int:
-        return self.shape.numel()
-
-    def is_floating_point(self) -> bool:
-        return self._dtype.is_floating_point
-
-    def item(self):
-        if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
-                               "Scalar")
-        v = self._be.tolist(self._data)
-        while isinstance(v, list):
-            v = v[0]
-        return v
-
-    def tolist(self):
-        return self._be.tolist(self._data)
-
-    def numpy(self):
-        if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
-        return self._be.to_host(self._data)
-
-    def __len__(self):
-        if not self._data.ndim:
-            raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    __bool__ = lambda self: bool(self.item())
-    __float__ = lambda self: float(self.item())
-    __int__ = lambda self: int(self.item())
-
-    def __format__(self, spec):
-        return format(self.item(), spec) if self._data.ndim == 0 else repr(self)
-
     __repr__ = __str__ = tensor_repr
 
 
@@ -227,7 +193,9 @@ def wrap(be, array, vc=None) -> Tensor:
     t._grad_fn = t._grad = t._base = t._view_chain = t._backward_hooks = None
     t._post_hooks = t._accumulator = None
     t._retains_grad = False
-    t._vc = vc if vc is not None else [0]
+    t._output_nr = 0  # which output of its grad_fn it is: 0 but for a custom Function's (FUNC-2)
+    # made in inference mode: an inference tensor, with no version counter (INFER-2)
+    t._vc = vc if vc is not None else NO_VERSION if _inference.value else [0]
     return t
 
 
@@ -240,10 +208,11 @@ def grad_dtype_of(t: Tensor):
 
 
 def edge(t: Tensor):
-    """Where a gradient for `t` goes: (its grad_fn, 0), its AccumulateGrad, or (None, 0)."""
+    """Where a gradient for `t` goes: (its grad_fn, its output number), its AccumulateGrad, or
+    (None, 0)."""
     fn = t.grad_fn if t._base is not None else t._grad_fn
     if fn is not None:
-        return (fn, 0)
+        return (fn, t._output_nr)
     if t._requires_grad:  # the tensor's own flag: a no_grad view's inherited one gives no edge
         return (accumulator(t), 0)
     return _NO_EDGE
@@ -259,7 +228,7 @@ def record(out, be, name, backward, inputs, info=None):
     Returns (tensor, node or None); the op then saves what its formula needs with node.save().
     """
     t = wrap(be, out)
-    if not _enabled[0]:
+    if not _enabled[0] or _inference.value:   # inference mode records nothing (INFER-1)
         return t, None
     edges, meta, any_rg = [], [], False
     for x in inputs:
@@ -286,6 +255,8 @@ def saved(node: Node, t, idx: int):
     """A SavedValue for input `idx` of node (a tensor or a Python scalar)."""
     if not isinstance(t, Tensor):
         return SavedValue(t, None, None, idx, None)
+    if t._vc is NO_VERSION:
+        raise errors.inference_saved()  # INFER-5: no version to check it by (VER-7)
     return SavedValue(t._data, t._vc, t, idx, t._dtype)
 
 
@@ -339,9 +310,13 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
     out._base = a._base if a._base is not None else a
     out._view_chain = (a._view_chain or ()) + (step,)
     out._view_version = a._vc[0]
-    # taken under no_grad (or from such a view): no gradient flows through it and it may not be
-    # modified in place with grad mode on (MODE-9)
-    out._view_no_grad = not _enabled[0] or (a._base is not None and a._view_no_grad)
+    # taken under no_grad or in inference mode (or from such a view): no gradient flows through
+    # it and it may not be modified in place with grad mode on (MODE-9) or outside inference
+    # mode (INFER-7); the value says which, for the error's text
+    if a._base is not None and a._view_no_grad:
+        out._view_no_grad = a._view_no_grad
+    else:
+        out._view_no_grad = errors.INFERENCE_VIEW if _inference.value else not _enabled[0]
     return out
 
 
@@ -365,7 +340,7 @@ def view_grad_fn(v: Tensor):
     if (fn is None and not base.requires_grad) or v._view_version == v._vc[0]:
         return fn
     if v._view_no_grad:
-        raise errors.no_grad_view_inplace(fn, indirect=True)
+        raise errors.no_grad_view_inplace(fn, indirect=True, mode=v._view_no_grad)
     new = Node("AsStridedBackward0", _as_strided_backward, (edge(base),),
                ((base._data.shape, base._dtype),), v._view_chain)
     v._view_version = v._vc[0]
@@ -393,6 +368,7 @@ def moved_history(t: Tensor, old, new):
     HOOK_CHANGED_SIZE.
     """
     t._backward_hooks = None
+    t._output_nr = 0
     if t._retains_grad and old is not None:
         old._retains_grad = None
         new._retains_grad = weakref.ref(t)

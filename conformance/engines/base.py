@@ -68,6 +68,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "backward_inputs": (),
     "deriv_ops": (),                # ops of the op table: call and inplace (core's)
     "create_graph": ("autograd_grad",),     # ... with the keywords below
+    "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
+    "custom_function": (),          # no statement: probed through the engine's module (probes.py)
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every
@@ -176,7 +178,8 @@ class Engine(ABC):
 
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode: str, enabled: bool = True) -> AbstractContextManager[Any]:
-        """A context manager for 'no_grad', 'enable_grad' or 'set_grad_enabled'."""
+        """A context manager for 'no_grad', 'enable_grad', 'set_grad_enabled' or (capability
+        inference_mode) 'inference_mode'; `enabled` is the argument of the last two."""
         raise NotImplementedError
 
     def grad_mode_decorator(self, mode: str, enabled: bool = True) -> Callable[[Any], Any]:
@@ -256,6 +259,10 @@ class Engine(ABC):
         raise NotImplementedError
 
     def retains_grad(self, t: Tensor) -> bool:
+        raise NotImplementedError
+
+    def is_inference(self, t: Tensor) -> bool:
+        """t.is_inference(): made in inference mode (INFER-2)."""
         raise NotImplementedError
 
     def scale(self, g: Tensor, factor: float) -> Tensor:

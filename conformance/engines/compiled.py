@@ -107,8 +107,12 @@ def region_source(src: str, params: list[str]) -> str:
 # torch. Nor create_graph: a pass with create_graph=True through a compiled region raises
 # "torch.compile does not currently support higher order gradients." (torch 2.13's own
 # message, a stated limitation). Every other capability is claimed; what does not survive
-# compilation is a finding.
-CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph"}
+# compilation is a finding. inference_mode is not claimed yet: how a compiled region takes
+# inference tensors made outside it has not been probed, and without that a divergence could
+# be the adapter's (its statements are compiled one by one, its blocks run eagerly). Nor
+# custom_function: no program statement defines a Function, so nothing of it would be compiled.
+CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph", "inference_mode",
+                                   "custom_function"}
 
 
 class CompiledTorch(TorchLike):

@@ -16,7 +16,8 @@ from .base import Engine, Tensor
 ALL_CAPABILITIES = frozenset({
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
-    "warnings", "backward_inputs", "deriv_ops", "create_graph"})
+    "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
+    "custom_function"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -94,8 +95,8 @@ class TorchLike(Engine):
 
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode, enabled=True):
-        if mode == "set_grad_enabled":
-            return self.torch.set_grad_enabled(enabled)
+        if mode in ("set_grad_enabled", "inference_mode"):
+            return getattr(self.torch, mode)(enabled)
         return getattr(self.torch, mode)()
 
     def grad_mode_decorator(self, mode, enabled=True):
@@ -159,6 +160,9 @@ class TorchLike(Engine):
 
     def retains_grad(self, t):
         return bool(t.retains_grad)
+
+    def is_inference(self, t):
+        return bool(t.is_inference())
 
     def scale(self, g: Tensor, factor: float) -> Tensor:
         return g * factor

@@ -1,5 +1,6 @@
-"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6) and
+"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6, INFER-4) and
 clone; their formulas, CopySlices' included, run on tensors under create_graph too (DOUBLE-2).
+`rebase_history` also makes a custom Function the history of an input it marked dirty (FUNC-11).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
 modified (check_inplace, check_overlap), compute, write the result into the target's storage,
@@ -12,22 +13,38 @@ from .. import errors, grad_mode
 from ..differentiable import math
 from ..differentiable import zeros_like as _zeros
 from ..node import Node
-from ..tensor import Tensor, edge, make_view, moved_history, record, replay, view_grad_fn
+from ..tensor import (
+    NO_VERSION,
+    Tensor,
+    edge,
+    make_view,
+    moved_history,
+    record,
+    replay,
+    view_grad_fn,
+)
 
 _enabled = grad_mode.enabled
+_inference = grad_mode.inference
 
 
 # ======================= the machinery =======================
 
 def check_inplace(t: Tensor, others=()) -> None:
-    """torch's check_inplace: only when grad mode is on and something involved requires grad."""
+    """torch's check_inplace: only when grad mode is on, outside inference mode, and something
+    involved requires grad; an inference tensor is refused outside inference mode whatever the
+    grad mode (INFER-4)."""
+    if _inference.value:
+        return
+    if t._vc is NO_VERSION:
+        raise errors.inference_inplace()  # INFER-4
     if not _enabled[0]:
         return
     rg = t.requires_grad
     if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
         return
     if t._base is not None and t._view_no_grad:
-        raise errors.no_grad_view_inplace(t._grad_fn)  # MODE-9
+        raise errors.no_grad_view_inplace(t._grad_fn, mode=t._view_no_grad)  # MODE-9, INFER-7
     if t._base is not None and rg and t._base.is_leaf:
         raise errors.view_of_leaf_inplace()  # INPLACE-2
     if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)
@@ -78,6 +95,12 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
     for s in node.saved:
         if s is not None and s.idx == -1:  # t's own memory: later writes through aliases show
             s.array, s.version = t._data, t._vc[0]
+    return rebase_history(t, node)
+
+
+def rebase_history(t: Tensor, node: Node) -> Tensor:
+    """Make node, which wrote t in place, t's history: directly, or through a view the base's
+    CopySlices (INPLACE-8). Also for an input a custom Function marked dirty (FUNC-11)."""
     if t._base is None:
         moved_history(t, t._grad_fn, node)
         t._grad_fn = node

@@ -1,0 +1,249 @@
+"""Custom autograd Functions: `torch.autograd.Function` and `once_differentiable` (FUNC-1..FUNC-15).
+
+`F.apply(*args)` runs `F.forward` (and `F.setup_context`) with grad mode off, then records one
+FunctionNode for the call: an edge per tensor argument, one output slot per result (the engine
+buffers one gradient per slot, refimpl/engine.py `_deliver`). When the node runs, `run_backward`
+wraps the gradients the engine carries (arrays, or tensors under create_graph) as tensors,
+materializes the undefined ones as zeros (FUNC-9, FUNC-10), calls `F.backward`, and checks what
+it returned against the arguments (FUNC-6, FUNC-7) before the engine checks shapes (FUNC-8).
+Saved tensors are SavedValues holding the tensors themselves, so VER-7 and FREE-1 apply as to
+any node (FUNC-4). Known limit: tensor hooks, retain_grad and node hooks on a Function with
+several outputs raise NotImplementedError.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from . import errors, grad_mode
+from .node import Node, SavedValue
+from .ops.inplace import rebase_history
+from .tensor import Tensor, edge, wrap
+
+
+class FunctionCtx:
+    """The `ctx` forward (or setup_context) fills and backward reads."""
+
+    def __init__(self, args):
+        self.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        self._to_save, self._dirty, self._non_differentiable = (), (), ()
+        self._materialize = True
+        self._node = None
+
+    def save_for_backward(self, *tensors):
+        self._to_save = tensors
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self._materialize = bool(value)
+
+    @property
+    def saved_tensors(self):
+        """The saved tensors, checked for writes since (VER-7) and for being freed (FREE-1)."""
+        if self._node is None:
+            return self._to_save
+        return self._node.unpack()
+
+
+class FunctionNode(Node):
+    """The node of one `apply` call; `info` is its ctx."""
+    materializes = True
+    __slots__ = ("n_outputs", "cls", "arg_is_tensor", "out_meta", "be", "_retainer")
+
+    @property
+    def _retains_grad(self):
+        return self._retainer
+
+    @_retains_grad.setter
+    def _retains_grad(self, ref):
+        if ref is not None:
+            self._one_output("retain_grad")
+        self._retainer = ref
+
+    def _one_output(self, what):
+        if self.n_outputs > 1:
+            raise NotImplementedError(f"refimpl: {what} on an output of a custom Function "
+                                      "with several outputs")
+
+    def register_prehook(self, fn):
+        self._one_output("node hooks")
+        return super().register_prehook(fn)
+
+    def register_hook(self, fn):
+        self._one_output("node hooks")
+        return super().register_hook(fn)
+
+    def _add_tensor_hooks(self, hooks_dict):
+        self._one_output("tensor hooks")
+        super()._add_tensor_hooks(hooks_dict)
+
+    def __getattr__(self, name):
+        """The node reads as its ctx (`y.grad_fn.saved_tensors`), as torch's does (UNSPEC-11)."""
+        if name == "info":
+            raise AttributeError(name)
+        return getattr(self.info, name)
+
+
+class Function:
+    """Subclass with static `forward(ctx, *args)` (or `forward(*args)` and `setup_context`) and
+    `backward(ctx, *grads)`; call `apply`."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd "
+                      "functions are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future "
+                      "version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise errors.legacy_function()  # FUNC-15
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args):
+        ctx = FunctionCtx(args)
+        with grad_mode.no_grad():  # FUNC-1, FUNC-3
+            if cls.setup_context is not Function.setup_context:
+                result = cls.forward(*args)
+                cls.setup_context(ctx, args, result)
+            else:
+                result = cls.forward(ctx, *args)
+        outs = result if isinstance(result, tuple) else (result,)
+        for d in ctx._dirty:
+            if not any(d is o for o in outs):
+                raise errors.dirty_not_returned()  # FUNC-11
+        record = grad_mode.enabled[0] and any(ctx.needs_input_grad)
+        node = _node(cls, ctx, args, outs) if record else None
+        outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
+        if node is not None:  # after the dirty bumps, as torch saves; an output's error message
+            node.save(*(None if t is None else  # names the node (VER-7)
+                        SavedValue(t, t._vc, node._name if t._grad_fn is node else t, None,
+                                   t._dtype) for t in ctx._to_save))
+        return outs if isinstance(result, tuple) else outs[0]
+
+
+def _node(cls, ctx, args, outs):
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    edges = tuple(edge(t) for t in tensors)
+    node = FunctionNode(cls.__name__ + "Backward", run_backward, edges,
+                        tuple((t._data.shape, t._dtype) if e[0] is not None else None
+                              for t, e in zip(tensors, edges, strict=True)), ctx)
+    node.n_outputs, node.cls, node.be = len(outs), cls, tensors[0]._be
+    node.arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+    node.out_meta = tuple((o._data.shape, o._dtype) if isinstance(o, Tensor) else None
+                          for o in outs)
+    ctx._node = node
+    return node
+
+
+def _output(node, i, o, ctx, args):
+    """Output i as apply returns it: marked dirty (FUNC-11), non-differentiable (FUNC-12), an
+    input returned as it is (FUNC-14), or a new result of forward, with the node as grad_fn."""
+    if not isinstance(o, Tensor):
+        return o
+    is_input = any(o is a for a in args)
+    if any(o is d for d in ctx._dirty):
+        o._vc[0] += 1
+        if node is not None:
+            if o._grad_fn is None and o._base is None and o._requires_grad:
+                raise errors.dirty_leaf()
+            if o._base is not None and (i > 0 or args[0] is not o):
+                raise NotImplementedError("refimpl: mark_dirty on a view that is not the "
+                                          "first argument and output")
+            rebase_history(o, node)
+            o._output_nr = i
+        return o
+    if any(o is d for d in ctx._non_differentiable):
+        return o.detach() if is_input else o
+    if is_input:  # a view of it, made in the Function (FUNC-14)
+        if not grad_mode.enabled[0]:
+            return o.detach()
+        view = wrap(o._be, o._data, o._vc)
+        view._base = o._base if o._base is not None else o
+        view._view_chain, view._view_version = o._view_chain or (), o._vc[0]
+        view._view_no_grad = errors.CUSTOM_FUNCTION_VIEW if node is not None else False
+        o = view
+    elif o._base is not None and node is not None:  # a view of an input made in forward
+        o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW
+    if node is not None:
+        o._grad_fn, o._output_nr = node, i
+    return o
+
+
+def run_backward(node, grad):
+    """The node's formula: F.backward on tensors, its results checked and mapped to the tensor
+    arguments' edges (arrays, or tensors under create_graph)."""
+    ctx, be = node.info, node.be
+    grads = list(grad) if node.n_outputs > 1 else [grad]
+    graphed = grad_mode.enabled[0]  # the engine runs each node with grad mode = create_graph
+    args = []
+    for g, meta in zip(grads, node.out_meta, strict=True):
+        if meta is None:            # an output that is not a tensor
+            args.append(None)
+            continue
+        if g is None:
+            if not ctx._materialize:  # FUNC-10
+                args.append(None)
+                continue
+            g = be.xp.zeros(meta[0], dtype=be.native[meta[1]])  # FUNC-9
+        args.append(g if g.__class__ is Tensor else wrap(be, g))
+    res = node.cls.backward(ctx, *args)
+    res = res if isinstance(res, tuple) else (res,)
+    n = len(node.arg_is_tensor)
+    if len(res) > n and all(r is None for r in res[n:]):
+        res = res[:n]                                  # extra Nones are dropped (FUNC-6)
+    if len(res) != n:
+        raise errors.function_grad_count(node.name(), n, len(res))  # FUNC-7
+    out = []
+    for i, (r, is_tensor) in enumerate(zip(res, node.arg_is_tensor, strict=True)):
+        if not is_tensor:
+            if r is not None:
+                raise errors.function_non_tensor_grad(node.name(), i + 1)  # FUNC-6
+            continue
+        if r is not None and not isinstance(r, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
+        out.append(r if r is None or graphed else r._data)
+    return tuple(out)
+
+
+def once_differentiable(fn):
+    """FUNC-13: run backward with grad mode off; under create_graph, where a gradient it got
+    requires grad, its results get a node that raises when differentiated."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with grad_mode.no_grad():
+            outputs = fn(ctx, *args)
+        if not grad_mode.enabled[0] or not any(
+                isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        err = Node("torch::autograd::Error", _raise_once, ((None, 0),), (None,))
+        tup = outputs if isinstance(outputs, tuple) else (outputs,)
+        marked = []
+        for o in tup:
+            if isinstance(o, Tensor):
+                o = wrap(o._be, o._data)
+                o._grad_fn = err
+            marked.append(o)
+        return tuple(marked) if isinstance(outputs, tuple) else marked[0]
+    return wrapper
+
+
+def _raise_once(node, grad):
+    raise RuntimeError(errors.ONCE_DIFFERENTIABLE)

@@ -1,0 +1,61 @@
+"""What a tensor shares with any array: its shape, dtype and device, and conversions to Python
+values (`item`, `tolist`, `numpy`, `len`, iteration, `bool`, `float`, `int`, `format`).
+Tensor (refimpl/tensor.py) takes them from here and adds the autograd state."""
+from __future__ import annotations
+
+from .sizes import Size, device
+
+
+class ArraySurface:
+    """The array-like surface of Tensor; reads only `_data`, `_dtype` and `_be`."""
+    __slots__ = ()
+
+    shape = property(lambda self: Size(self._data.shape))
+    dtype = property(lambda self: self._dtype)
+    device = property(lambda self: device(self._be.device))
+    ndim = property(lambda self: self._data.ndim)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self.shape.numel()
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
+        v = self._be.tolist(self._data)
+        while isinstance(v, list):
+            v = v[0]
+        return v
+
+    def tolist(self):
+        return self._be.tolist(self._data)
+
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._be.to_host(self._data)
+
+    def __len__(self):
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    __bool__ = lambda self: bool(self.item())
+    __float__ = lambda self: float(self.item())
+    __int__ = lambda self: int(self.item())
+
+    def __format__(self, spec):
+        return format(self.item(), spec) if self._data.ndim == 0 else repr(self)

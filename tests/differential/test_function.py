@@ -1,0 +1,714 @@
+"""Differential tests for custom autograd Functions: FUNC-1 to FUNC-15 (spec/function.md).
+
+Each program defines its Function classes on the engine it is given (`torch.autograd.Function`),
+so the same class body runs on torch and on refimpl. Programs vary dtypes, shapes (0-d, 1-d,
+2-d), the ops inside forward and backward, and the number of outputs.
+"""
+import pytest
+
+SHAPES = {"0-d": 1.5, "1-d": [1.0, -2.0, 0.5], "2-d": [[1.0, 2.0], [-0.5, 3.0]]}
+
+
+def _dtypes(torch):
+    return {"float32": torch.float32, "float64": torch.float64}
+
+
+def _square(torch):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+    return Square
+
+
+@pytest.mark.clause("FUNC-1")
+def test_apply_records_one_node_and_backward_gives_the_gradients(differential):
+    def prog(torch, log):
+        modes = []
+
+        class SinMul(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                modes.append(torch.is_grad_enabled())
+                inner = x.sin() * w
+                ctx.save_for_backward(x, w)
+                modes.append(inner.requires_grad)
+                return inner + x.exp()
+
+            @staticmethod
+            def backward(ctx, g):
+                modes.append(torch.is_grad_enabled())
+                x, w = ctx.saved_tensors
+                return g * (x.cos() * w + x.exp()), g * x.sin()
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                x = torch.tensor(v, dtype=dt, requires_grad=True)
+                w = torch.tensor(v, dtype=dt) * 0.5
+                w.requires_grad_()
+                y = SinMul.apply(x, w)
+                label = f"{dname} {sname}"
+                log(label + " y", y)
+                log(label + " flags", [y.requires_grad, y.is_leaf, y.dtype == dt,
+                                       len(y.grad_fn.next_functions)])
+                ((y * y).sum() + x.sum()).backward()
+                log(label + " grads", [x.grad, w.grad])
+        log("grad modes inside", modes)
+        c = torch.tensor([1.0, 2.0])
+        log("no input requires grad", [SinMul.apply(c, c).requires_grad,
+                                       SinMul.apply(c, c).grad_fn is None])
+        with torch.no_grad():
+            r = SinMul.apply(torch.tensor([1.0], requires_grad=True), c[:1])
+        log("under no_grad", r.requires_grad)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-1")
+def test_edges_are_one_per_tensor_argument(differential):
+    def prog(torch, log):
+        class Affine(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, k, b, flag):
+                ctx.k = k
+                return a * k + b if flag else a - b
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k, None, g, None
+
+        a = torch.tensor([[1.0, 2.0]], requires_grad=True)
+        h = a * 2
+        b = torch.tensor([[0.5, 0.5]])
+        y = Affine.apply(h, 3.0, b, True)
+        fns = y.grad_fn.next_functions
+        log("edges", [len(fns), fns[0][0].name(), fns[1][0] is None])
+        b.requires_grad_()
+        y = Affine.apply(h, 3.0, b, True)
+        log("edges with b", [len(y.grad_fn.next_functions),
+                             y.grad_fn.next_functions[1][0].name()])
+        (y.sum() + h.sum()).backward()
+        log("grads", [a.grad, b.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-2")
+def test_node_name_and_shared_node_of_several_outputs(differential):
+    def prog(torch, log):
+        class ThreeWay(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x.exp(), x.sum()
+
+            @staticmethod
+            def backward(ctx, g1, g2, g3):
+                return g1 * 2 + g2 + g3
+
+        x = torch.tensor([0.5, 1.0], requires_grad=True)
+        p, q, r = ThreeWay.apply(x)
+        log("names", [t.grad_fn.name() for t in (p, q, r)])
+        log("shared", [p.grad_fn is q.grad_fn, q.grad_fn is r.grad_fn])
+        log("output numbers", [(t * 1).grad_fn.next_functions[0][1] for t in (p, q, r)])
+        log("square", _square(torch).apply(x).grad_fn.name())
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-3")
+def test_setup_context_form(differential):
+    def prog(torch, log):
+        calls = []
+
+        class Mul(torch.autograd.Function):
+            @staticmethod
+            def forward(a, b, k):
+                calls.append(("forward", torch.is_grad_enabled()))
+                return a * b * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                calls.append(("setup_context", torch.is_grad_enabled(), len(inputs),
+                              output.requires_grad))
+                a, b, k = inputs
+                ctx.save_for_backward(a, b)
+                ctx.k = k
+
+            @staticmethod
+            def backward(ctx, g):
+                calls.append(("backward", torch.is_grad_enabled()))
+                a, b = ctx.saved_tensors
+                return g * b * ctx.k, g * a * ctx.k, None
+
+        for sname, v in SHAPES.items():
+            a = torch.tensor(v, requires_grad=True)
+            b = torch.tensor(v, dtype=torch.float64, requires_grad=True)
+            y = Mul.apply(a, b, -2.0)
+            log(sname + " y", [y, str(y.dtype), y.grad_fn.name()])
+            y.sum().backward()
+            log(sname + " grads", [a.grad, b.grad, str(a.grad.dtype)])
+        h = torch.tensor([1.0, 2.0], requires_grad=True) * 1
+        y = Mul.apply(h, h, 1.0)
+        h.add_(1)
+        log.attempt("saved in setup_context, then written", lambda: y.sum().backward())
+        log("calls", calls)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-4")
+def test_saved_tensors_version_check(differential):
+    def prog(torch, log):
+        Square = _square(torch)
+
+        class Exp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, c):
+                r = x.exp() * c
+                ctx.save_for_backward(r, c)
+                return r
+
+            @staticmethod
+            def backward(ctx, g):
+                r, c = ctx.saved_tensors
+                return g * r, None
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([0.5, -1.0], dtype=dt, requires_grad=True)
+            h = x * 1
+            y = Square.apply(h)
+            h.mul_(2)
+            log.attempt(dname + " saved input written", lambda y=y: y.sum().backward())
+            c = torch.tensor([2.0, 3.0], dtype=dt)
+            e = Exp.apply(x, c)
+            c.add_(1)
+            log.attempt(dname + " saved constant written", lambda e=e: e.sum().backward())
+            e = Exp.apply(x, torch.tensor([2.0, 3.0], dtype=dt))
+            e.mul_(2)
+            log.attempt(dname + " saved output written", lambda e=e: e.sum().backward())
+            e = Exp.apply(x, torch.tensor([2.0, 3.0], dtype=dt))
+            log.attempt(dname + " untouched", lambda e=e: (e * e).sum().backward())
+            log(dname + " x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-4")
+def test_saved_tensors_are_freed_unless_retained(differential):
+    def prog(torch, log):
+        Square = _square(torch)
+
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = torch.tensor([[1.0, -1.0]], dtype=torch.float64, requires_grad=True)
+        s = Square.apply(x).sum()
+        s.backward(retain_graph=True)
+        log.attempt("retained", lambda: s.backward())
+        log.attempt("freed", lambda: s.backward())
+        d = Double.apply(x).sum()
+        d.backward()
+        log.attempt("nothing saved", lambda: d.backward())
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-5")
+def test_needs_input_grad(differential):
+    def prog(torch, log):
+        seen = []
+
+        class Blend(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, k, b, c):
+                seen.append(("forward", ctx.needs_input_grad))
+                return a * k + b * c
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(("backward", ctx.needs_input_grad))
+                return (g * 2 if ctx.needs_input_grad[0] else None, None,
+                        g if ctx.needs_input_grad[2] else None,
+                        g if ctx.needs_input_grad[3] else None)
+
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0])
+        c = torch.tensor([1.0, -1.0], requires_grad=True)
+        for args in ((a, 2.0, b, c), (a.detach(), 2.0, b, c), (a * 1, -1.0, b, c.detach())):
+            y = Blend.apply(*args)
+            y.sum().backward()
+        log("seen", seen)
+        log("grads", [a.grad, c.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-6")
+def test_none_gradients_and_non_tensor_arguments(differential):
+    def prog(torch, log):
+        class Pick(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b, k):
+                return a * b * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, g * ctx.needs_input_grad[1], None, None, None
+
+        class Scaled(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, k):
+                return a * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, g
+
+        for dname, dt in _dtypes(torch).items():
+            a = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+            b = torch.tensor([3.0, 4.0], dtype=dt, requires_grad=True)
+            Pick.apply(a, b, 2.0).sum().backward()
+            log(dname + " pick", [a.grad, b.grad])
+            log.attempt(dname + " grad of unused",
+                        lambda a=a, b=b: torch.autograd.grad(Pick.apply(a, b, 1.0).sum(), a))
+            log(dname + " allow_unused",
+                torch.autograd.grad(Pick.apply(a, b, 1.0).sum(), a, allow_unused=True))
+            log.attempt(dname + " non-tensor grad",
+                        lambda b=b: Scaled.apply(b, 2.0).sum().backward())
+            c = torch.tensor([1.0, 1.0], dtype=dt)
+            Scaled.apply(b, c).sum().backward()
+            log(dname + " dropped", [b.grad, c.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-7")
+def test_wrong_number_of_gradients(differential):
+    def prog(torch, log):
+        def function(n_returned):
+            class Returns(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, *args):
+                    return args[0] * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    out = (g, g, g)[:n_returned]
+                    return out[0] if n_returned == 1 else out
+            return Returns
+
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        for n_args, args in ((1, (a,)), (2, (a, b)), (2, (a, 5.0)), (3, (a, torch.ones(2), b))):
+            for n_returned in (1, 2, 3):
+                label = f"{n_args} args, {n_returned} returned"
+                log.attempt(label, lambda args=args, n=n_returned:
+                            function(n).apply(*args).sum().backward())
+        log("grads", [a.grad, b.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-8")
+def test_gradient_shapes_are_summed_cast_or_refused(differential):
+    def prog(torch, log):
+        def returning(shape, dtype):
+            class Fixed(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    return torch.ones(shape, dtype=dtype)
+            return Fixed
+
+        for sname, v in SHAPES.items():
+            for shape in ((), (2,), (3,), (4, 2, 2), (2, 1)):
+                for dname, dt in _dtypes(torch).items():
+                    x = torch.tensor(v, requires_grad=True)
+                    label = f"{sname} <- {shape} {dname}"
+                    log.attempt(label, lambda x=x, s=shape, d=dt:
+                                returning(s, d).apply(x).sum().backward())
+                    log(label + " grad", [x.grad, None if x.grad is None else str(x.grad.dtype)])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-9")
+def test_several_outputs_get_materialized_gradients(differential):
+    def prog(torch, log):
+        got = []
+
+        class Parts(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.sum(), x * 2, "label", x.double() * 3
+
+            @staticmethod
+            def backward(ctx, gs, gd, gl, g3):
+                got.append([gs, gd, gl, g3, str(g3.dtype)])
+                return gs + 2 * gd + 3 * g3
+
+        for sname, v in SHAPES.items():
+            x = torch.tensor(v, requires_grad=True)
+            s, d, lab, t = Parts.apply(x)
+            log(sname + " outputs", [s, d, lab, t, str(t.dtype)])
+            s.backward()
+            (d * t).sum().backward()
+            t.sum().backward()
+            log(sname + " x.grad", x.grad)
+        log("got", got)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-9")
+def test_an_undefined_gradient_reaches_backward_as_zeros(differential):
+    def prog(torch, log):
+        got = []
+
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                got.append(g)
+                return g * 2
+
+        class Block(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([[1.0], [2.0]], dtype=dt, requires_grad=True)
+            y = Double.apply(x)
+            Block.apply(y).sum().backward()
+            log(dname + " only undefined", x.grad)
+            (Block.apply(Double.apply(x)).sum() + (x * 3).sum()).backward()
+            log(dname + " with another path", x.grad)
+        log("got", got)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-10")
+def test_set_materialize_grads_false_passes_none(differential):
+    def prog(torch, log):
+        got = []
+
+        class Parts(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, materialize):
+                ctx.set_materialize_grads(materialize)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                got.append([g1, g2])
+                total = 0
+                if g1 is not None:
+                    total = total + 2 * g1
+                if g2 is not None:
+                    total = total + 3 * g2
+                return total, None
+
+        for materialize in (False, True):
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            p, q = Parts.apply(x, materialize)
+            q.sum().backward()
+            p, q = Parts.apply(x, materialize)
+            p.sum().backward()
+            log(f"materialize={materialize}", x.grad)
+        log("got", got)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-11")
+def test_mark_dirty_makes_the_function_the_history(differential):
+    def prog(torch, log):
+        class AddScaled(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, other):
+                x.add_(other * 2)
+                x.mul_(1.5)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return g * 1.5, g * 3
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                o = torch.tensor(v, dtype=dt, requires_grad=True)
+                h = leaf * 1
+                s = h.sin()                # saves h
+                y = AddScaled.apply(h, o)
+                label = f"{dname} {sname}"
+                log(label, [y is h, h._version, h.grad_fn.name(), h])
+                log.attempt(label + " sin saved h", lambda s=s: s.sum().backward())
+                h.sum().backward()
+                log(label + " grads", [leaf.grad, o.grad])
+        base = torch.tensor([1.0, 2.0, 3.0], requires_grad=True) * 1
+        AddScaled.apply(base[1:], torch.tensor(1.0))
+        log("through a view", [base.grad_fn.name(), base._version, base])
+        c = torch.tensor([1.0, 2.0])
+        log("not recorded", [AddScaled.apply(c, torch.tensor(1.0)) is c, c._version,
+                             c.grad_fn is None, c])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-11")
+def test_mark_dirty_errors(differential):
+    def prog(torch, log):
+        class Hidden(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 6
+
+        class AddOne(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        h = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True) * 1
+        log.attempt("not returned", lambda: Hidden.apply(h))
+        log.attempt("leaf", lambda: AddOne.apply(torch.tensor([0.5], requires_grad=True)))
+        with torch.no_grad():
+            leaf = torch.tensor([0.5], requires_grad=True)
+            log.attempt("leaf under no_grad", lambda: AddOne.apply(leaf))
+        log("leaf after", [leaf, leaf.grad_fn is None])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-12")
+def test_mark_non_differentiable(differential):
+    def prog(torch, log):
+        got = []
+
+        class WithMask(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                mask = x * 0 + 1
+                ctx.mark_non_differentiable(mask)
+                return x * 2, mask
+
+            @staticmethod
+            def backward(ctx, g, gmask):
+                got.append(gmask)
+                return g * 2
+
+        class OnlyMask(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                r = x * 0
+                ctx.mark_non_differentiable(r)
+                return r
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([1.0, -2.0], dtype=dt, requires_grad=True)
+            v, m = WithMask.apply(x)
+            log(dname, [v.requires_grad, m.requires_grad, m.grad_fn is None, m.is_leaf])
+            (v + m).sum().backward()
+            log(dname + " x.grad", x.grad)
+            log.attempt(dname + " from the mask", lambda m=m: m.sum().backward())
+            r = OnlyMask.apply(x)
+            log(dname + " sole output", [r.requires_grad, r.grad_fn is None])
+        log("got", got)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-13")
+def test_once_differentiable(differential):
+    def prog(torch, log):
+        modes = []
+
+        class Cube(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x * x
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                modes.append(torch.is_grad_enabled())
+                return 3 * x * x * g
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+            g, = torch.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+            log(dname + " seed", [g, g.requires_grad])
+            y = Cube.apply(x)
+            g, = torch.autograd.grad((y * y).sum(), x, create_graph=True)
+            log(dname + " nested", [g, g.requires_grad])
+            log.attempt(dname + " again", lambda g=g: g.sum().backward())
+            v = torch.tensor([1.0, -1.0], dtype=dt, requires_grad=True)
+            g, = torch.autograd.grad(Cube.apply(x), x, grad_outputs=v, create_graph=True)
+            log(dname + " grad_outputs", [g, g.requires_grad])
+            Cube.apply(x).sum().backward()
+            log(dname + " plain", x.grad)
+        log("modes", modes)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-13")
+def test_backward_without_the_decorator_is_recorded_under_create_graph(differential):
+    def prog(torch, log):
+        modes = []
+
+        class SinCube(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                r = x.sin() * x * x
+                ctx.save_for_backward(x, r)
+                return r
+
+            @staticmethod
+            def backward(ctx, g):
+                x, r = ctx.saved_tensors
+                modes.append(torch.is_grad_enabled())
+                return g * (x.cos() * x * x + 2 * x * x.sin())
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([0.5, -1.5], dtype=dt, requires_grad=True)
+            g, = torch.autograd.grad(SinCube.apply(x).sum(), x, create_graph=True)
+            log(dname + " g", [g, g.requires_grad])
+            log(dname + " second", torch.autograd.grad(g.sum(), x))
+            SinCube.apply(x).sum().backward()
+            log(dname + " plain", x.grad)
+        log("modes", modes)
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-14")
+def test_an_input_returned_as_it_is(differential):
+    def prog(torch, log):
+        class Same(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                return x, y * 2
+
+            @staticmethod
+            def backward(ctx, gx, gy):
+                return gx * 3, gy * 2
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                x = torch.tensor(v, dtype=dt, requires_grad=True)
+                y = torch.tensor(v, dtype=dt, requires_grad=True)
+                a, b = Same.apply(x, y)
+                log(label, [a is x, a.is_leaf, a.grad_fn.name(), a._version])
+                (a * b).sum().backward()
+                log(label + " grads", [x.grad, y.grad])
+                log.attempt(label + " write the result", lambda a=a: a.mul_(2))
+                x.detach().add_(1)
+                log(label + " after the input's write", [a, a._version])
+                log.attempt(label + " grad_fn", lambda a=a: a.grad_fn)
+                log.attempt(label + " backward", lambda a=a: a.sum().backward())
+        c = torch.tensor([1.0, 2.0])
+        d, _ = Same.apply(c, c)
+        d.add_(1)
+        log("not recorded", [d is c, c, c._version, d.requires_grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-15")
+def test_calling_a_function_object_is_the_legacy_error(differential):
+    def prog(torch, log):
+        class OldStyle(torch.autograd.Function):
+            def forward(self, x):
+                return x * 2
+
+            def backward(self, g):
+                return g * 2
+
+        class NewStyle(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        for cls in (OldStyle, NewStyle):
+            f = log.attempt(cls.__name__ + " instance", cls)
+            log.attempt(cls.__name__ + " call", lambda f=f: f(x))
+            log.attempt(cls.__name__ + " call, no grad", lambda f=f: f(torch.ones(2)))
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-11")
+def test_around_what_a_custom_function_leaves_open(differential):
+    """Only the specified parts are logged: the saved tensors' values (not their identity), the
+    error of a dirty leaf (not what the leaf holds after), the results of a once_differentiable
+    backward (not their node)."""
+    def prog(torch, log):
+        class Keep(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                log("saved value", x)
+                return 2 * x * g
+
+        class AddOne(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, g):
+                return g * 1
+
+        x = torch.tensor([1.0, -2.0], requires_grad=True)
+        Keep.apply(x).sum().backward()
+        log("x.grad", x.grad)
+        leaf = torch.tensor([0.5], requires_grad=True)
+        log.attempt("dirty leaf", lambda: AddOne.apply(leaf))
+        h = torch.tensor([0.5], requires_grad=True)
+        y = AddOne.apply(h * 1)
+        g, = torch.autograd.grad((y * y).sum(), h, create_graph=True)
+        log("once", [g, g.requires_grad])
+        log.attempt("differentiated again", lambda: g.sum().backward())
+    differential(prog)
