@@ -26,7 +26,7 @@ from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
 from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
-from . import errors
+from . import errors, indices
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
 from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
@@ -64,6 +64,8 @@ class Gen(BackwardPasses):
         self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)
         self.counter = 0
         self.grad_enabled = True
+        self.inference = False          # inside an inference-mode block (gen/inference.py)
+        self.made_inference = False     # ... and a tensor was made there: picks skip those
         self.depth = 0
         self.out: list[Stmt] = []
         self.dtype = "float64"
@@ -138,6 +140,8 @@ class Gen(BackwardPasses):
         if t is not None and not t.hidden and (pred is None or pred(t)):
             return t
         cands = self.live(pred)
+        if self.made_inference:     # used only where a draw aims at them (gen/inference.py)
+            cands = [c for c in cands if not c.inference]
         return self.choice(label, cands) if cands else None
 
     def ok_kind(self, kind: str | None) -> bool:
@@ -172,6 +176,8 @@ class Gen(BackwardPasses):
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
               hidden=hidden, exact=True, at_kink=any(v in KINKS for v in values))
+        if self.inference:      # an inference tensor (INFER-2)
+            t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
         return t
 
@@ -201,6 +207,8 @@ class Gen(BackwardPasses):
         if rg:
             t.node = Node(parents=[i.node for i in inputs if i.rg and i.node is not None],
                           saved=[(s, s.version) for s in saved])
+        if self.inference:      # an inference tensor (INFER-2); add_view corrects a view's
+            t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
         return t
 
@@ -215,45 +223,18 @@ class Gen(BackwardPasses):
         t.base = base
         base.views.append(t)
         t.nograd_view = a.nograd_view or not self.grad_enabled
+        # a view of an ordinary tensor made in inference mode is ordinary, one of an inference
+        # tensor is one wherever it is made (INFER-2); neither is picked by undirected draws
+        t.no_version = a.no_version
+        t.inference = self.inference or a.inference
         t.of_leaf_rg = a.of_leaf_rg or (base.leaf and base.rg)
         t.expanded = a.expanded or expanded
         t.contiguous = a.contiguous and not noncontig and not t.expanded
         return t
 
     def draw_index(self, a: T, wide: bool = False) -> list[Any]:
-        """An index into a (INDEX encoding): one or two ints or slices. `wide` slices may
-        also start from the end, stop past it or before it, and step by 3 (never empty), and
-        a `...` or a None may stand among them."""
-        index: list[Any] = []
-        k = self.integer("index dims", 1, min(2, a.ndim))
-        # vocabulary 5: sometimes `...` first, the items then taking the last dims
-        first = wide and self.vocabulary >= 5 and self.boolean("ellipsis first", 15)
-        for d in range(a.ndim - k if first else 0, a.ndim if first else k):
-            n = a.shape[d]
-            if self.boolean("index is int", 50):
-                index.append(self.integer("index", -n, n - 1))
-            elif wide:
-                index.append({"slice": self._wide_slice(n)})
-            else:
-                start = self.integer("slice start", 0, n - 1)
-                step = self.choice("slice step", [None, 2])
-                index.append({"slice": [start, None, step]})
-        if wide and self.boolean("ellipsis or None", 25):
-            # None takes no dim, so it may go anywhere; "..." goes last, where the items
-            # before it keep the dims they were drawn for
-            if first or self.boolean("None", 50):
-                index.insert(self.integer("at", 0, len(index)), None)
-            else:
-                index.append("...")
-        return ["...", *index] if first else index
-
-    def _wide_slice(self, n: int) -> list[Any]:
-        start = self.choice("slice start", [None, *range(-n, n)])
-        stop = self.choice("slice stop", [None, n + 2, -1, *range(1, n + 1)])
-        step = self.choice("slice step", [None, 2, 3])
-        if not range(n)[slice(start, stop, step)]:     # empty: from the start to the end
-            start, stop = None, None
-        return [start, stop, step]
+        """An index into a (INDEX encoding): gen/indices.py."""
+        return indices.draw_index(self, a, wide)
 
     def inplace_ok(self, t: T) -> bool:
         return model.inplace_ok(t, self.grad_enabled)

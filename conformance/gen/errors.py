@@ -18,12 +18,16 @@ from ..lang.ops import AUGMENTED, ROWS, weight_in
 from ..lang.program import Stmt
 from ..model import T
 from ..model.tables import NUMBERS, SHAPES
-from . import errors_backward  # noqa: F401  (declares the moves of backward passes)
+from . import (
+    errors_backward,  # noqa: F401  (declares the moves of backward passes)
+    errors_inference,  # noqa: F401  (declares the moves of inference mode)
+)
 from .error_move import DECLARED, ErrorMove, error_move
 
 WEIGHT = 9              # of "error" in the statement draw (order.DRAW_ORDER) ...
-REWEIGHTED = ((3, 20), (4, 30))     # ... and (vocabulary, weight from it on): each move in 6% or
-#                             more of programs (tests/generator_stats.py)
+# ... and (vocabulary, weight from it on): each move in 6% or more of programs
+# (tests/generator_stats.py); vocabulary 6 adds the five moves of inference mode
+REWEIGHTED = ((3, 20), (4, 30), (6, 36))
 
 
 def weight(vocabulary: int) -> int:
@@ -37,7 +41,8 @@ ERROR_ORDER = (
     "GRAD_ASSIGN_DTYPE", "HOOK_CHANGED_SIZE", "UNUSED_INPUT", "NONLEAF_GRAD_ACCESS",
     "BACKWARD_EMPTY_INPUTS", "GRAD_OUTPUT_SHAPE", "INPUT_NO_REQUIRES_GRAD",
     "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE", "HOOK_WRONG_COUNT",
-    "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP",
+    "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP", "INFERENCE_VERSION", "INFERENCE_INPLACE",
+    "INFERENCE_SAVED", "INFERENCE_REQUIRES_GRAD", "INFERENCE_VIEW_INPLACE",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
@@ -50,6 +55,11 @@ INEXPRESSIBLE: dict[str, str] = {
                               "vocabularies",
     "CREATE_GRAPH_CYCLE": "a warning, not an error, and not compared in generated programs "
                           "(DOUBLE-8, UNSPEC-9)",
+    # spec/function.md: no statement defines a torch.autograd.Function (NOT_GENERATED)
+    **dict.fromkeys(("FUNCTION_GRAD_COUNT", "FUNCTION_INVALID_GRADIENT",
+                     "FUNCTION_NON_TENSOR_GRAD", "DIRTY_NOT_RETURNED", "DIRTY_LEAF",
+                     "ONCE_DIFFERENTIABLE", "CUSTOM_VIEW_INPLACE", "CUSTOM_VIEW_BASE_INPLACE",
+                     "LEGACY_FUNCTION"), "no statement defines a torch.autograd.Function"),
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

@@ -31,7 +31,7 @@ from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, scenario
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
 # a third of the steps (tests/generator_stats.py: programs per clause)
-REWEIGHTED = ((3, 60), (4, 90))
+REWEIGHTED = ((3, 60), (4, 90), (6, 100))
 
 
 def weight(vocabulary: int) -> int:
@@ -44,7 +44,8 @@ KINK_OPS = [r.name for r in ops.OPS if r.kink_clause and r.kind == "call"]
 # error moves (by kind) reweighted so, in the focus table
 REWEIGHTED_ERRORS: dict[str, tuple[tuple[int, int], ...]] = {
     "UNUSED_INPUT": ((4, 3),), "VIEW_OF_LEAF_INPLACE": ((4, 6),),
-    "IMPLICIT_GRAD_NONSCALAR": ((5, 2),)}
+    "IMPLICIT_GRAD_NONSCALAR": ((5, 2),), "INFERENCE_INPLACE": ((6, 2),),
+    "INFERENCE_REQUIRES_GRAD": ((6, 2),), "INFERENCE_VIEW_INPLACE": ((6, 3),)}
 
 
 def _nonleaf(g: Any, dims: bool = False) -> T:
@@ -344,9 +345,9 @@ def disjoint_views(g: Any) -> bool:
     return KINDS["observe"].draw(g, a, "grad")
 
 
-# the scenarios of higher-order gradients, declared after those above (their order in the
-# focus table is declaration order)
-from . import higher  # noqa: E402, F401
+# the scenarios of higher-order gradients and of inference mode, declared after those above
+# (their order in the focus table is declaration order)
+from . import higher, inference  # noqa: E402, F401
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
 TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")

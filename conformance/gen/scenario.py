@@ -7,7 +7,8 @@ from typing import Any
 
 Scenario = Callable[[Any], bool]
 # name -> (capabilities it needs, weight in the focus table, the draw), in declaration order:
-# focus.py's scenarios, then higher.py's (focus.py imports it after its own)
+# focus.py's scenarios, then higher.py's and inference.py's (focus.py imports them after its
+# own)
 SCENARIOS: dict[str, tuple[tuple[str, ...], int, Scenario]] = {}
 # scenario -> (vocabulary, weight from it on): from vocabulary 4 those whose clauses the
 # measure still found in fewer than 20 programs of 300 weigh more, and the scenarios of a newer

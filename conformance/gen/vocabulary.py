@@ -11,7 +11,10 @@ from __future__ import annotations
 # max / min / argmax / argmin, where) where the engines have them (capability deriv_ops).
 # Vocabulary 5 draws higher-order gradients (spec/double.md): autograd.grad with
 # create_graph=True, then a pass through the gradient's graph (capability create_graph).
-VOCABULARIES = (1, 2, 3, 4, 5)
+# Vocabulary 6 draws inference mode (spec/infer.md): blocks that make inference tensors and
+# views, what may and may not be done with them afterwards (gen/inference.py, capability
+# inference_mode), and the observable is_inference.
+VOCABULARIES = (1, 2, 3, 4, 5, 6)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -21,10 +24,13 @@ STEPS_PER_STATEMENT = 0.55
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
                     "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
-                    "create_graph")
+                    "create_graph", "inference_mode", "custom_function")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
-CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5}
+# (custom_function: no vocabulary draws a torch.autograd.Function yet, see NOT_GENERATED; from
+# vocabulary 6 on a program records it among its capabilities, as the engines declare it)
+CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
+                    "custom_function": 6}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -40,4 +46,7 @@ NOT_GENERATED: dict[str, str] = {
                 "gradient's graph",
     "DOUBLE-8": "CREATE_GRAPH_CYCLE is not compared in generated programs: torch gives it "
                 "once per process, and a campaign's worker runs many (UNSPEC-9)",
+    # spec/function.md: the program language has no statement that defines a Function (its
+    # forward and backward would be code, and a program file is data, never executed)
+    **{f"FUNC-{n}": "no statement defines a torch.autograd.Function" for n in range(1, 16)},
 }

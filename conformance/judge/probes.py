@@ -10,10 +10,11 @@ reported (the engine could be tested on more clauses than it claims).
 A probe is a small program (conformance/lang/program.py) that uses the capability in the way its
 clauses do; it runs on the engine and on the oracle through the adapter, and the capability
 "works" when the traces agree (comparator and all). An adapter method that raises
-NotImplementedError, or an engine error, makes the probe fail. `node_hooks` is probed through
-the engine's torch-shaped module when the adapter is a plain view of one (it renders repros as
-`import X as torch`), and is left unprobed otherwise (the probe predates the `node_hook`
-program statement).
+NotImplementedError, or an engine error, makes the probe fail. `node_hooks` and
+`custom_function` are probed through the engine's torch-shaped module when the adapter is a
+plain view of one (it renders repros as `import X as torch`), and are left unprobed otherwise
+(the node hooks probe predates the `node_hook` program statement; no program statement defines
+a custom Function).
 """
 from __future__ import annotations
 
@@ -119,6 +120,11 @@ PROBES: dict[str, list[Stmt]] = {
                      _call("y3", "sin", "x"), _call("s3", "sum", "y3"),
                      Stmt("backward", target="s3", params={"create_graph": True}),
                      _see("x", "grad")],
+    "inference_mode": [X, Stmt("mode", params={"mode": "inference_mode"},
+                               body=[_call("y", "mul", "x", 2.0), _see("y", "requires_grad"),
+                                     Stmt("grad_enabled"), _see("y", "is_inference")]),
+                       _see("x", "is_inference"), _see("y", "is_inference"),
+                       _see("y", "version")],   # INFERENCE_VERSION
 }
 
 
@@ -139,6 +145,45 @@ def _node_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
     if calls != ["pre", "post"]:
         return False, f"node hooks called {calls}, expected ['pre', 'post']"
     return True, "grad_fn.register_prehook and register_hook run, in that order"
+
+
+def _custom_function_via_module(engine: Engine) -> tuple[bool | None, str]:
+    """A custom autograd.Function with two outputs, a saved tensor, a non-tensor argument and a
+    once_differentiable backward (FUNC-1, FUNC-2, FUNC-4, FUNC-9, FUNC-13), through the engine's
+    torch-shaped module; torch 2.13 gives x.grad [5.0, -1.0] and the node ScaleBackward."""
+    torch = getattr(engine, "torch", None)
+    if torch is None or engine.render_prelude() is None:
+        return None, "no probe: custom Functions need a torch-shaped module that is the engine"
+    try:
+        once = torch.autograd.function.once_differentiable
+
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.save_for_backward(x)
+                ctx.k = k
+                return x * k, x * x
+
+            @staticmethod
+            @once
+            def backward(ctx, g1, g2):
+                x, = ctx.saved_tensors
+                return g1 * ctx.k + 2 * x * g2, None
+
+        x = torch.tensor([1.0, -2.0], requires_grad=True)
+        a, b = Scale.apply(x, 3.0)
+        (a.sum() + b.sum()).backward()
+        got, name = x.grad.tolist(), a.grad_fn.name()
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    if (got, name) != ([5.0, -1.0], "ScaleBackward"):
+        return False, f"x.grad {got}, node {name!r}; expected [5.0, -1.0], 'ScaleBackward'"
+    return True, "a custom Function with two outputs runs forward and backward as torch does"
+
+
+# capabilities no program statement uses, probed through the engine's module instead
+MODULE_PROBES = {"node_hooks": _node_hooks_via_module,
+                 "custom_function": _custom_function_via_module}
 
 
 def probe_program(capability: str) -> Program:
@@ -172,8 +217,8 @@ class ProbeResult:
 def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
     """Does `capability` work on `engine`, judged against `oracle`?"""
     declared = capability in engine.capabilities
-    if capability == "node_hooks":
-        works, detail = _node_hooks_via_module(engine)
+    if capability in MODULE_PROBES:
+        works, detail = MODULE_PROBES[capability](engine)
         return ProbeResult(capability, declared, works, detail)
     if capability not in PROBES:
         return ProbeResult(capability, declared, None, "no probe for this capability")
@@ -208,4 +253,4 @@ def check_declarations(engine: Engine, oracle: Engine, absent_only: bool = True,
     return out
 
 
-__all__ = ["PROBES", "ProbeResult", "check_declarations", "probe", "probe_program"]
+__all__ = ["MODULE_PROBES", "PROBES", "ProbeResult", "check_declarations", "probe", "probe_program"]

@@ -1,4 +1,5 @@
-"""Grad-mode statements: with-blocks and decorated blocks, and is_grad_enabled."""
+"""Grad-mode statements: with-blocks and decorated blocks (inference mode too), and
+is_grad_enabled."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,9 +10,10 @@ from ..model.tables import GRAD_MODES
 from . import fields
 from .registry import Kind, kind
 
-# params.mode -> its context manager in a script (set_grad_enabled takes params.enabled)
+# params.mode -> its context manager in a script (set_grad_enabled takes params.enabled, and
+# inference_mode takes it too: inference_mode(False), INFER-1)
 MODES = {"no_grad": "torch.no_grad()", "enable_grad": "torch.enable_grad()",
-         "set_grad_enabled": None}
+         "set_grad_enabled": None, "inference_mode": None}
 
 
 def block_name(path: str) -> str:
@@ -27,10 +29,17 @@ class Mode(Kind):
     reweighted = ((3, 6),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("with <params.mode>: body, or with params.decorator true: body as a function "
            "decorated by <params.mode>, called at once. params: mode ('no_grad'|"
-           "'enable_grad'|'set_grad_enabled'), enabled (bool, set_grad_enabled only), "
+           "'enable_grad'|'set_grad_enabled'|'inference_mode'), enabled (bool, "
+           "set_grad_enabled and inference_mode only: its argument, default true), "
            "decorator (bool, default false)")
     caps = ("grad_modes",)
     block = True
+
+    def needs(self, s):
+        # an inference-mode block is the capability inference_mode's (spec/infer.md)
+        if s.params.get("mode") == "inference_mode":
+            return ["inference_mode"]
+        return list(self.caps)
 
     def check(self, s, path):
         fields.param(s, path, "mode", (str,), choices=MODES)
@@ -52,7 +61,9 @@ class Mode(Kind):
 
     def render(self, s, path):
         p = s.params
-        cm = MODES.get(p["mode"]) or f"torch.set_grad_enabled({bool(p.get('enabled', True))!r})"
+        cm = MODES.get(p["mode"]) or (
+            f"torch.{p['mode']}({bool(p.get('enabled', True))!r})" if "enabled" in p
+            else f"torch.{p['mode']}()")
         if p.get("decorator"):      # the body and the call: render_body
             return [f"@{cm}", f"def {block_name(path)}():"]
         return [f"with {cm}:"]
@@ -69,7 +80,7 @@ class Mode(Kind):
     def draw(self, g, mode=None, body=None):
         """Draw a grad-mode block of one to three steps (none inside a block two deep);
         `mode` fixes the mode, `body(g)` draws the body instead of the steps."""
-        if g.depth >= 2:
+        if g.depth >= 2 or g.inference:     # no block inside inference mode (INFER-1)
             return False
         mode = mode or g.weighted("grad mode", GRAD_MODES)
         params: dict[str, Any] = {"mode": mode}
@@ -77,19 +88,23 @@ class Mode(Kind):
         if mode == "set_grad_enabled":
             enabled = g.boolean("enabled", 30)
             params["enabled"] = enabled
-        cl = ["MODE-4"]
-        if not enabled:
-            cl.append("MODE-1")
-        if mode == "enable_grad" or (enabled and not g.grad_enabled):
-            cl.append("MODE-2")
-        if mode == "set_grad_enabled":
-            cl.append("MODE-3")
+        if mode == "inference_mode":    # drawn only by gen/inference.py, always on
+            cl = ["INFER-1"]
+        else:
+            cl = ["MODE-4"]
+            if not enabled:
+                cl.append("MODE-1")
+            if mode == "enable_grad" or (enabled and not g.grad_enabled):
+                cl.append("MODE-2")
+            if mode == "set_grad_enabled":
+                cl.append("MODE-3")
         if g.boolean("as a decorator", 30):
             params["decorator"] = True
-            cl.append("MODE-5")
+            cl.append("MODE-5" if mode != "inference_mode" else "INFER-1")
         stmt = Stmt("mode", params=params)
-        saved_out, saved_mode = g.out, g.grad_enabled
+        saved_out, saved_mode, saved_inference = g.out, g.grad_enabled, g.inference
         g.out, g.grad_enabled = stmt.body, enabled
+        g.inference = mode == "inference_mode"
         g.depth += 1
         if body is not None:
             body(g)
@@ -97,7 +112,7 @@ class Mode(Kind):
             for _ in range(g.integer("block length", 1, 3)):
                 g.step(in_block=True)
         g.depth -= 1
-        g.out, g.grad_enabled = saved_out, saved_mode
+        g.out, g.grad_enabled, g.inference = saved_out, saved_mode, saved_inference
         if stmt.body:
             g.emit(stmt, cl)
         return bool(stmt.body)

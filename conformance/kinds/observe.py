@@ -56,6 +56,8 @@ TABLE: dict[str, Observable] = {
     "version": Observable("version_counter", _of("version_counter"), lambda t: f"{t}._version"),
     "retains_grad": Observable("retain_grad", _of("retains_grad"),
                                lambda t: f"{t}.retains_grad"),
+    "is_inference": Observable("inference_mode", _of("is_inference"),
+                               lambda t: f"{t}.is_inference()"),
 }
 OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
@@ -95,16 +97,21 @@ class Observe(Kind):
         if what is None:
             what = g.weighted("observe what", self._observables(
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                t.origin == "grad", t.stale, t.is_float, t.graph_open))
+                t.origin == "grad" or t.no_version, t.stale, t.is_float, t.graph_open))
         g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
         return True
 
     @staticmethod
     @functools.cache
-    def _observables(caps, unretained, has_next, engine_result, stale, is_float,
-                     graph_open=0):
-        """The weighted observables worth drawing of a tensor with these properties."""
+    def _observables(caps, unretained, has_next, unversioned, stale, is_float,
+                     graph_open=0, inference_seen=True):
+        """The weighted observables worth drawing of a tensor with these properties
+        (`unversioned`: a result torch's engine may write into, UNSPEC-3, or an inference
+        tensor, INFER-3; `inference_seen`: the program entered inference mode, without which
+        a sweep leaves is_inference out)."""
         opts = [(w, n) for w, n in OBSERVE_WHAT if OBSERVABLES[w] in caps]
+        if not inference_seen:
+            opts = [o for o in opts if o[0] != "is_inference"]
         if graph_open:      # UNSPEC-9: a gradient's graph, or edges into one
             opts = [o for o in opts if o[0] != "next_functions" and (
                 graph_open < 2 or o[0] != "grad_fn")]
@@ -112,13 +119,13 @@ class Observe(Kind):
             opts = [o for o in opts if o[0] != "grad"]
         if not has_next:
             opts = [o for o in opts if o[0] != "next_functions"]
-        if engine_result:   # torch's engine may write into its results (UNSPEC-3)
+        if unversioned:
             opts = [o for o in opts if o[0] != "version"]
         if stale:   # torch answers from the stale grad_fn until it is regenerated
             opts = [o for o in opts if o[0] not in ("grad", "retains_grad")]
         if not is_float:
             opts = [o for o in opts if o[0] in ("value", "is_leaf", "requires_grad",
-                                                 "dtype", "shape", "version")]
+                                                 "dtype", "shape", "version", "is_inference")]
         return tuple(opts)
 
 
@@ -182,9 +189,11 @@ class Sweep(Kind):
         observing would not leave unspecified (the filters of an observe statement's draw)."""
         items, clauses = [], []
         blocks, caps = self._blocks, g.caps
+        seen = g.made_inference
         for t in g.live():
-            key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf, t.origin == "grad",
-                   t.stale, t.is_float, t.graph_open, observed_state(t))
+            key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
+                   t.origin == "grad" or t.no_version, t.stale, t.is_float, t.graph_open, seen,
+                   observed_state(t))
             block = blocks.get(key)
             if block is None:
                 block = blocks[key] = self._block(g, key)

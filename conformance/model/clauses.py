@@ -117,4 +117,6 @@ def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
         return cl
     if what == "retains_grad":
         return ("RETAIN-3",) if leaf else ("RETAIN-1",)
+    if what == "is_inference":
+        return ("INFER-2",)
     return ()

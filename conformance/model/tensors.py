@@ -72,6 +72,9 @@ class T:
     at_kink: bool = False            # a leaf holding a value of tables.KINKS, or a view of one
     graph_open: int = 0              # UNSPEC-9: 2 a gradient a create_graph pass recorded (its
     #                                  grad_fn is open), 1 computed from one (its edges are)
+    inference: bool = False          # made in inference mode, or a view of such a tensor: only
+    #                                  the draws aimed at it use it (gen/inference.py)
+    no_version: bool = False         # an inference tensor: no version counter (INFER-3)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from conformance.capabilities import PROBES, check_declarations, probe, probe_program
+from conformance.capabilities import (
+    MODULE_PROBES,
+    PROBES,
+    check_declarations,
+    probe,
+    probe_program,
+)
 from conformance.engines import load_engine
 from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
 from conformance.runner import run_campaign
@@ -46,10 +52,11 @@ def oracle():
     return load_engine("torch")
 
 
-def test_every_capability_but_node_hooks_has_a_probe_program(oracle):
-    assert set(PROBES) | {"node_hooks"} == set(CAPABILITIES)
+def test_every_capability_but_those_probed_through_the_module_has_a_probe_program(oracle):
+    assert set(PROBES) | set(MODULE_PROBES) == set(CAPABILITIES)
+    assert not set(PROBES) & set(MODULE_PROBES)
     for cap in CAPABILITIES:
-        if cap != "node_hooks":
+        if cap not in MODULE_PROBES:
             assert probe_program(cap).capabilities()[0] == "core"
 
 
@@ -78,6 +85,21 @@ def test_a_declared_capability_that_fails_is_reported(oracle):
 def test_node_hooks_are_probed_only_through_a_faithful_module(oracle):
     assert probe(oracle, oracle, "node_hooks").works is True
     assert probe(no_hooks(), oracle, "node_hooks").verdict == "unprobed"  # a subclass
+
+
+def test_custom_functions_are_probed_through_the_module(oracle):
+    assert probe(oracle, oracle, "custom_function").works is True
+    r = probe(load_engine("refimpl"), oracle, "custom_function")
+    assert r.verdict == "ok" and r.works is True, r
+    assert probe(no_hooks(), oracle, "custom_function").verdict == "unprobed"  # a subclass
+
+
+def test_a_module_without_custom_functions_fails_their_probe(oracle):
+    import types
+    bare = types.ModuleType("bare")     # torch's tensors, an autograd without Function
+    bare.tensor, bare.autograd = _torch().tensor, types.ModuleType("bare.autograd")
+    r = probe(TorchLike(bare, "bare", "cpu"), oracle, "custom_function")
+    assert r.verdict == "declared but fails" and "AttributeError" in r.detail, r
 
 
 def test_a_run_reports_capability_checks_and_na_clauses(tmp_path, capsys):

@@ -531,3 +531,29 @@ def test_nan_and_signed_zero_agree_though_not_identical(torch_engine):
     assert compare(p, o, e) == []
     e.by_path()["1"].value[0][0] = [1.0, -0.0]
     assert [(d.path, d.what) for d in compare(p, o, e)] == [("1", "value")]
+
+
+@pytest.mark.clause("UNSPEC-10", "INFER-4")
+def test_an_inference_tensor_after_a_refused_write_is_unspecified(torch_engine):
+    """UNSPEC-10: torch 2.13 writes an inference tensor, then raises INFERENCE_INPLACE; an
+    engine that refuses before writing holds the old values: neither is compared, nor what is
+    computed from them, while a tensor made before the write still is."""
+    p = Program([
+        S("mode", params={"mode": "inference_mode"},
+          body=[leaf("a", [1.0, 2.0], [2], rg=False), leaf("b", [3.0, 4.0], [2], rg=False)]),
+        S("getitem", out="v", target="a", params={"index": [{"slice": [1, None, None]}]}),
+        S("inplace", target="a", args=[1.0], params={"fn": "add_", "kw": {}}),
+        obs("a", "value"),
+        obs("v", "value"),
+        S("call", out="c", args=["a", 2.0], params={"fn": "mul", "kw": {}}),
+        obs("c", "value"),
+        obs("b", "value"),
+    ])
+    o, e = traces(p, torch_engine)
+    assert o.by_path()["2"].error == "INFERENCE_INPLACE"
+    assert o.by_path()["3"].value == [2.0, 3.0]     # torch wrote before raising
+    by = e.by_path()
+    by["3"].value, by["4"].value, by["6"].value = [1.0, 2.0], [2.0], [2.0, 4.0]
+    assert compare(p, o, e) == []
+    by["7"].value = [3.0, 5.0]                      # b was never written: still compared
+    assert [d.path for d in compare(p, o, e)] == ["7"]

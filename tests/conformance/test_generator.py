@@ -104,7 +104,8 @@ def test_every_statement_kind_op_and_observable_appears():
     assert seen["inplace"] == set(INPLACE) & drawn
     assert seen["observe"] == set(OBSERVABLES)
     assert seen["hook"] == {"record", "scale", "wrong_shape"}
-    assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled", "with", "decorator"}
+    assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "with",
+                            "decorator"}
     assert seen["node_hook"] == {(k, b) for k in ("pre", "post")
                                  for b in ("record", "scale", "extra", "list")}
     assert seen["post_hook"] == {"record", "return"}

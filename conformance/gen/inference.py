@@ -1,0 +1,51 @@
+"""Inference mode in generated programs (spec/infer.md): from generator vocabulary 6, where the
+engines declare `inference_mode`, a scenario draws an inference-mode block that reads a tensor
+that requires grad: a factory's inference tensor, an op of the tensor (an inference tensor that
+does not require grad, INFER-1, INFER-2), sometimes a view of it (ordinary, INFER-2), the grad
+mode as seen inside (INFER-1) and an in-place op inside (on the inference tensor, INFER-3, or on
+an ordinary one, whose version counts, INFER-2); then, outside, whether each is an inference
+tensor, and sometimes what may be done with one there: an op that records without saving it,
+and a backward pass through it (INFER-5). What must raise is drawn by the error moves of
+gen/errors_inference.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..kinds import KINDS, of
+from ..lang.program import Stmt
+from ..model import T, predict, reach
+from .errors_inference import inference_block, op_inside
+from .scenario import scenario
+
+
+@scenario("inference mode", ("inference_mode",), weight=2)
+def inference_mode(g: Any) -> bool:
+    a = g.rg_tensor("inference input", lambda u: not u.expanded)
+    made: dict[str, T] = {}
+
+    def body(g: Any) -> None:
+        made["factory"] = g.make_leaf(rg=False)
+        made["op"] = op_inside(g, a)
+        if a.ndim and g.has("views") and g.boolean("a view inside", 50):
+            made["view"] = of("getitem").emit(g, a, g.draw_index(a))
+        if g.has("grad_modes"):
+            g.emit(Stmt("grad_enabled"), ["INFER-1"])
+        if g.has("inplace") and g.boolean("an in-place op inside", 40):
+            t = made["op"] if g.boolean("on the inference tensor", 50) else made["factory"]
+            if KINDS["inplace"].draw(g, target=t):
+                g.out[-1].clauses = g.tags([*g.out[-1].clauses, "INFER-3"])
+    if not inference_block(g, body):
+        return False
+    for t in made.values():
+        KINDS["observe"].draw(g, t, "is_inference")
+    i = made["op"]
+    if a.rg and i.shape == a.shape and g.boolean("an op that saves nothing", 60):
+        r = KINDS["call"].pair(g, g.choice("op saving nothing", ["add", "sub"]), a, i)
+        g.out[-1].clauses = g.tags([*g.out[-1].clauses, "INFER-5"])
+        if r.node is not None and g.ok_kind(predict(reach([r.node]))):
+            s = g.sum_of(r) if r.shape else r
+            g.emit_backward(s, [], None)
+            if a.leaf:
+                KINDS["observe"].draw(g, a, "grad")
+    return True
