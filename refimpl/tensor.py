@@ -130,7 +130,7 @@ class Tensor(ArraySurface):
     def data(self):
         """Same storage, its own version counter, no history (VER-6, INPLACE-5); an inference
         tensor's is one too (INFER-2)."""
-        return self._new_like(self._data, NO_VERSION if self._vc is NO_VERSION else None)
+        return self._new_like(self._data, NO_VERSION if self._vc is NO_VERSION else [0])
 
     @data.setter
     def data(self, value):
@@ -313,7 +313,9 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
     # taken under no_grad or in inference mode (or from such a view): no gradient flows through
     # it and it may not be modified in place with grad mode on (MODE-9) or outside inference
     # mode (INFER-7); the value says which, for the error's text
-    if a._base is not None and a._view_no_grad:
+    if _inference.value:        # inference mode first, as torch's as_view does
+        out._view_no_grad = errors.INFERENCE_VIEW
+    elif a._base is not None and a._view_no_grad:
         out._view_no_grad = a._view_no_grad
     else:
         out._view_no_grad = errors.INFERENCE_VIEW if _inference.value else not _enabled[0]

@@ -20,8 +20,10 @@ _VERSION_RECIPES = {True: (("saved output", 1), ("saved input", 1), ("saved leaf
 
 
 def _modify_saved(g: Any, target: T) -> None:
-    """Write target in place after an op saved it: under no_grad for a leaf."""
-    if target.leaf:
+    """Write target in place after an op saved it: under no_grad for a leaf (from vocabulary 6
+    also for what may not be written with grad mode on, a view of a leaf that requires grad)."""
+    if target.leaf or (g.vocabulary >= 6 and (target.nograd_view
+                                              or model.leaf_rg_view(target))):
         write_under_no_grad(g, target)
     else:
         of("inplace").draw(g, target, "mul_" if target.shape else "add_")
@@ -36,6 +38,8 @@ def write_under_no_grad(g: Any, target: T) -> None:
     g.emit(stmt, ["MODE-1", "MODE-4"])
     target.storage.version += 1
     target.wrote()
+    if g.vocabulary >= 6:       # as model.apply_inplace does for every other write
+        model.hide_nograd_views(g.tensors.values(), target.storage)
 
 
 # vocabulary 3: how the saved tensor is written (its own name, an alias from detach(), a view)

@@ -2,11 +2,11 @@
 engines declare `inference_mode`, a scenario draws an inference-mode block that reads a tensor
 that requires grad: a factory's inference tensor, an op of the tensor (an inference tensor that
 does not require grad, INFER-1, INFER-2), sometimes a view of it (ordinary, INFER-2), the grad
-mode as seen inside (INFER-1) and an in-place op inside (on the inference tensor, INFER-3, or on
-an ordinary one, whose version counts, INFER-2); then, outside, whether each is an inference
-tensor, and sometimes what may be done with one there: an op that records without saving it,
-and a backward pass through it (INFER-5). What must raise is drawn by the error moves of
-gen/errors_inference.py.
+mode as seen inside (INFER-1) and an in-place op inside (on the inference tensor, INFER-3, or
+on the ordinary one it reads, whose version counts, INFER-2); then, outside, whether each is an
+inference tensor, and sometimes what may be done with one there: an op that records without
+saving it, and a backward pass through it (INFER-5). What must raise is drawn by the error
+moves of gen/errors_inference.py.
 """
 from __future__ import annotations
 
@@ -32,9 +32,14 @@ def inference_mode(g: Any) -> bool:
         if g.has("grad_modes"):
             g.emit(Stmt("grad_enabled"), ["INFER-1"])
         if g.has("inplace") and g.boolean("an in-place op inside", 40):
-            t = made["op"] if g.boolean("on the inference tensor", 50) else made["factory"]
+            # on the inference tensor (INFER-3), or on the ordinary one the block reads, whose
+            # version counts and whose write nothing records (INFER-2): a later backward
+            # through a graph that saved it raises VERSION_MISMATCH, which the model predicts
+            inference = g.boolean("on the inference tensor", 50) or not g.inplace_ok(a)
+            t = made["op"] if inference else a
             if KINDS["inplace"].draw(g, target=t):
-                g.out[-1].clauses = g.tags([*g.out[-1].clauses, "INFER-3"])
+                g.out[-1].clauses = g.tags([*g.out[-1].clauses,
+                                            "INFER-3" if inference else "INFER-2"])
     if not inference_block(g, body):
         return False
     for t in made.values():
@@ -43,6 +48,7 @@ def inference_mode(g: Any) -> bool:
     if a.rg and i.shape == a.shape and g.boolean("an op that saves nothing", 60):
         r = KINDS["call"].pair(g, g.choice("op saving nothing", ["add", "sub"]), a, i)
         g.out[-1].clauses = g.tags([*g.out[-1].clauses, "INFER-5"])
+        r.version_open = True       # computed from an inference tensor (UNSPEC-10)
         if r.node is not None and g.ok_kind(predict(reach([r.node]))):
             s = g.sum_of(r) if r.shape else r
             g.emit_backward(s, [], None)

@@ -97,7 +97,7 @@ class Observe(Kind):
         if what is None:
             what = g.weighted("observe what", self._observables(
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                t.origin == "grad" or t.no_version, t.stale, t.is_float, t.graph_open))
+                t.version_unobserved(), t.stale, t.is_float, t.graph_open))
         g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
         return True
 
@@ -192,7 +192,7 @@ class Sweep(Kind):
         seen = g.made_inference
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                   t.origin == "grad" or t.no_version, t.stale, t.is_float, t.graph_open, seen,
+                   t.version_unobserved(), t.stale, t.is_float, t.graph_open, seen,
                    observed_state(t))
             block = blocks.get(key)
             if block is None:

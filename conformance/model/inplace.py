@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .tensors import Node, T
+from .tensors import Node, Storage, T
 
 
 def leaf_rg_view(t: T) -> bool:
@@ -21,7 +21,7 @@ def inplace_ok(t: T, grad_enabled: bool) -> bool:
 
 
 def _write_clauses(t: T) -> list[str]:
-    cl = ["VER-2"]
+    cl = [] if t.no_version else ["VER-2"]      # an inference tensor counts nothing (INFER-3)
     if t.base is not None:
         cl.append("INPLACE-4" if leaf_rg_view(t) else
                   "INPLACE-8" if not t.base.leaf else "INPLACE-14")
@@ -62,6 +62,14 @@ def _rebase(t: T, n: Node, setitem: bool) -> None:
             v.stale = True
 
 
+def hide_nograd_views(tensors: Iterable[T], storage: Storage) -> None:
+    """After a write to `storage`: torch refuses to use a view taken under no_grad or in
+    inference mode of it (MODE-9, INFER-7), so none is used again."""
+    for v in tensors:
+        if v.nograd_view and not v.hidden and v.storage is storage:
+            v.hidden = True
+
+
 def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
                   saved_out: bool, setitem: bool = False, holds: bool = False) -> list[str]:
     """Update the model for an in-place op on t with tensor operands `args` (`tensors` are
@@ -72,9 +80,7 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     t.wrote()
     for s in t.storage.may_reach:
         s.doubt += 1
-    for v in tensors:
-        if v.nograd_view and not v.hidden and v.storage is t.storage:
-            v.hidden = True     # torch refuses to use a no_grad view once its base is written
+    hide_nograd_views(tensors, t.storage)
     args_rg = any(a.rg for a in args)
     if grad_enabled and (t.rg or args_rg):
         parents = ([t.node] if t.rg and t.node else []) + [a.node for a in args

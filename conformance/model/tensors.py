@@ -75,6 +75,8 @@ class T:
     inference: bool = False          # made in inference mode, or a view of such a tensor: only
     #                                  the draws aimed at it use it (gen/inference.py)
     no_version: bool = False         # an inference tensor: no version counter (INFER-3)
+    version_open: bool = False       # computed from an inference tensor: its _version starts
+    #                                  at what torch's kernel leaves (UNSPEC-10)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:
@@ -87,6 +89,12 @@ class T:
         return self.rg and self.node is not None and (
             self.base is None or self.storage.version == self.made_at
             and self.storage.doubt == self.doubt_at)
+
+    def version_unobserved(self) -> bool:
+        """Its `_version` is never observed: a result torch's engine may write into (UNSPEC-3),
+        an inference tensor, which has none (INFER-3), or a result computed from one, whose
+        start is open (UNSPEC-10)."""
+        return self.origin == "grad" or self.no_version or self.version_open
 
     def exact_now(self) -> bool:
         """Both engines hold its values bit for bit: computed from leaves by exact ops only,

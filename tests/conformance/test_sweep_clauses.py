@@ -24,7 +24,7 @@ def _expected(g: Gen, t: T) -> list[list]:
     """The sweep's items for t, computed afresh (Observe._observables without its cache)."""
     allowed = {w for w, _ in Observe._observables.__wrapped__(
         g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-        t.origin == "grad" or t.no_version, t.stale, t.is_float, t.graph_open,
+        t.version_unobserved(), t.stale, t.is_float, t.graph_open,
         g.made_inference)}
     return [[t.name, what, g.tags(observe_clauses(t, what))] for what in SWEPT
             if what in allowed]
