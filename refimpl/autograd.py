@@ -173,3 +173,6 @@ def _grad_tensor(be, g):
 from . import function  # noqa: E402  (function.py imports the tensor machinery only)
 
 Function = function.Function
+
+# saved-tensor hooks (SAVED-1..SAVED-10): torch.autograd.graph
+from . import saved_hooks as graph  # noqa: E402, F401

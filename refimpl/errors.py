@@ -86,6 +86,19 @@ def inference_inplace():  # INFER-4
         "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
+def unpack_not_tensor(typename):  # SAVED-3
+    return TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                     f"of type {typename}")
+
+
+def pack_hook_inplace():  # SAVED-8
+    return RuntimeError(
+        "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+        "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+        "side-effects. Please open an issue if you need to perform in-place operations on the "
+        "input to a pack hook.")
+
+
 def inference_saved():  # INFER-5
     return RuntimeError(
         "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
@@ -278,3 +291,21 @@ def legacy_function():  # FUNC-15
                         "Please use new-style autograd function with static forward method. "
                         "(Example: https://pytorch.org/docs/stable/autograd.html"
                         "#torch.autograd.Function)")
+
+
+def data_requires_grad_dtype():  # DATA-6
+    return RuntimeError("data set to a tensor that requires gradients must be floating point or "
+                        "complex dtype")
+
+
+def data_not_tensor(value):  # DATA-6
+    return TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+
+
+def set_dtype(got, want):  # DATA-7
+    return RuntimeError(f"Could not set tensor of type {got.c_name} to a tensor of type "
+                        f"{want.c_name}")
+
+
+def set_backward():  # DATA-8
+    return RuntimeError("derivative for set_ is not implemented")

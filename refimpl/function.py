@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import warnings
 
-from . import errors, grad_mode
+from . import errors, grad_mode, saved_hooks
 from .node import Node, SavedValue
 from .ops.inplace import rebase_history
 from .tensor import Tensor, edge, wrap
@@ -133,9 +133,9 @@ class Function:
         node = _node(cls, ctx, args, outs) if record else None
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
-            node.save(*(None if t is None else  # names the node (VER-7)
+            node.save(*(None if t is None else saved_hooks.hook(  # names the node (VER-7)
                         SavedValue(t, t._vc, node._name if t._grad_fn is node else t, None,
-                                   t._dtype) for t in ctx._to_save))
+                                   t._dtype), t, tensors=True) for t in ctx._to_save))
         return outs if isinstance(result, tuple) else outs[0]
 
 

@@ -4,7 +4,7 @@ Clauses: LEAF-1..LEAF-15 (leaves, `.grad` get/set), RETAIN-1..RETAIN-7, HOOK-6, 
 VER-1..VER-6 (version counter shared by views and detach(), not by .data), GRAPH-10 and
 INPLACE-8 (a view's grad_fn regenerated once the shared version has moved), INFER-2, INFER-3,
 INFER-5, INFER-6 (inference tensors: the tensors made in inference mode, which have no version
-counter: their `_vc` is NO_VERSION).
+counter: their `_vc` is NO_VERSION), DATA-1..DATA-6 (the `.data` setter).
 
 Ops live in refimpl/ops and are attached to Tensor as methods there, and `Tensor.backward` is
 attached by refimpl/autograd.py, so that this module imports neither. It holds the machinery
@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 import weakref
 
-from . import errors, grad_mode, hooks
+from . import errors, grad_mode, hooks, saved_hooks
 from .formatting import tensor_repr
 from .node import NO_VERSION, Node, SavedValue, accumulator
 from .surface import ArraySurface
@@ -134,8 +134,13 @@ class Tensor(ArraySurface):
 
     @data.setter
     def data(self, value):
-        self._data = value._data
-        self._dtype = value._dtype
+        """Takes value's storage, shape and dtype, and nothing autograd keeps: not its version
+        counter, not `.grad` (DATA-1..DATA-6)."""
+        if not isinstance(value, Tensor):
+            raise errors.data_not_tensor(value)
+        if self.requires_grad and not value._dtype.is_floating_point:
+            raise errors.data_requires_grad_dtype()
+        self._data, self._dtype = value._data, value._dtype
 
     def detach(self):
         """Same storage and version counter, no history (LEAF-4, VER-5, INPLACE-6)."""
@@ -257,11 +262,11 @@ def saved(node: Node, t, idx: int):
         return SavedValue(t, None, None, idx, None)
     if t._vc is NO_VERSION:
         raise errors.inference_saved()  # INFER-5: no version to check it by (VER-7)
-    return SavedValue(t._data, t._vc, t, idx, t._dtype)
+    return saved_hooks.hook(SavedValue(t._data, t._vc, t, idx, t._dtype), t)  # SAVED-1
 
 
 def saved_result(node: Node, t: Tensor):
-    return SavedValue(t._data, t._vc, node._name, -1, t._dtype)
+    return saved_hooks.hook(SavedValue(t._data, t._vc, node._name, -1, t._dtype), t)
 
 
 def needs(node: Node, i: int) -> bool:
@@ -318,7 +323,7 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
     elif a._base is not None and a._view_no_grad:
         out._view_no_grad = a._view_no_grad
     else:
-        out._view_no_grad = errors.INFERENCE_VIEW if _inference.value else not _enabled[0]
+        out._view_no_grad = not _enabled[0]
     return out
 
 

@@ -70,6 +70,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "create_graph": ("autograd_grad",),     # ... with the keywords below
     "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
     "custom_function": (),          # no statement: probed through the engine's module (probes.py)
+    "data_assign": (),              # no statement: probed through the engine's module (probes.py)
+    "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -111,8 +111,10 @@ def region_source(src: str, params: list[str]) -> str:
 # inference tensors made outside it has not been probed, and without that a divergence could
 # be the adapter's (its statements are compiled one by one, its blocks run eagerly). Nor
 # custom_function: no program statement defines a Function, so nothing of it would be compiled.
+# Nor data_assign: `.data =` and `set_()` have not been probed through compiled regions.
+# Nor saved_tensors_hooks: saved-tensor hooks have not been probed through compiled regions.
 CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph", "inference_mode",
-                                   "custom_function"}
+                                   "custom_function", "data_assign", "saved_tensors_hooks"}
 
 
 class CompiledTorch(TorchLike):

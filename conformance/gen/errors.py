@@ -60,6 +60,12 @@ INEXPRESSIBLE: dict[str, str] = {
                      "FUNCTION_NON_TENSOR_GRAD", "DIRTY_NOT_RETURNED", "DIRTY_LEAF",
                      "ONCE_DIFFERENTIABLE", "CUSTOM_VIEW_INPLACE", "CUSTOM_VIEW_BASE_INPLACE",
                      "LEGACY_FUNCTION"), "no statement defines a torch.autograd.Function"),
+    # spec/data.md: no statement assigns .data or calls set_() (NOT_GENERATED)
+    **dict.fromkeys(("DATA_REQUIRES_GRAD_DTYPE", "DATA_NOT_TENSOR", "SET_DTYPE", "SET_BACKWARD"),
+                    "no statement assigns .data or calls set_()"),
+    # spec/saved.md: no statement registers saved-tensor hooks (NOT_GENERATED)
+    **dict.fromkeys(("UNPACK_NOT_TENSOR", "PACK_HOOK_INPLACE"),
+                    "no statement registers saved-tensor hooks"),
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

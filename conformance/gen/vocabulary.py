@@ -24,13 +24,14 @@ STEPS_PER_STATEMENT = 0.55
 ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks",
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
                     "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
-                    "create_graph", "inference_mode", "custom_function")
+                    "create_graph", "inference_mode", "custom_function",
+                    "data_assign", "saved_tensors_hooks")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
 # (custom_function: no vocabulary draws a torch.autograd.Function yet, see NOT_GENERATED; from
 # vocabulary 6 on a program records it among its capabilities, as the engines declare it)
 CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
-                    "custom_function": 6}
+                    "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -49,4 +50,8 @@ NOT_GENERATED: dict[str, str] = {
     # spec/function.md: the program language has no statement that defines a Function (its
     # forward and backward would be code, and a program file is data, never executed)
     **{f"FUNC-{n}": "no statement defines a torch.autograd.Function" for n in range(1, 16)},
+    # spec/data.md
+    **{f"DATA-{n}": "no statement assigns .data or calls set_()" for n in range(1, 9)},
+    # spec/saved.md
+    **{f"SAVED-{n}": "no statement registers saved-tensor hooks" for n in range(1, 13)},
 }

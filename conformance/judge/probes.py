@@ -10,11 +10,12 @@ reported (the engine could be tested on more clauses than it claims).
 A probe is a small program (conformance/lang/program.py) that uses the capability in the way its
 clauses do; it runs on the engine and on the oracle through the adapter, and the capability
 "works" when the traces agree (comparator and all). An adapter method that raises
-NotImplementedError, or an engine error, makes the probe fail. `node_hooks` and
-`custom_function` are probed through the engine's torch-shaped module when the adapter is a
-plain view of one (it renders repros as `import X as torch`), and are left unprobed otherwise
-(the node hooks probe predates the `node_hook` program statement; no program statement defines
-a custom Function).
+NotImplementedError, or an engine error, makes the probe fail. `node_hooks`, `custom_function`,
+`data_assign` and `saved_tensors_hooks` are probed through the engine's torch-shaped module when
+the adapter is a plain view of one (it renders repros as `import X as torch`), and are left
+unprobed otherwise (the node hooks probe predates the `node_hook` program statement; no program
+statement defines a custom Function, assigns `.data`, calls `set_()` or registers saved-tensor
+hooks).
 """
 from __future__ import annotations
 
@@ -181,9 +182,79 @@ def _custom_function_via_module(engine: Engine) -> tuple[bool | None, str]:
     return True, "a custom Function with two outputs runs forward and backward as torch does"
 
 
+def _data_assign_via_module(engine: Engine) -> tuple[bool | None, str]:
+    """`.data =` with another shape and dtype on a leaf that requires grad, then a backward, and
+    `set_` sharing storage (DATA-1, DATA-2, DATA-4, DATA-7), through the engine's torch-shaped
+    module; torch 2.13 gives x.grad [6.0, 8.0, 10.0] in float64 and t [2.0, 4.0, 6.0] at
+    version 1."""
+    torch = getattr(engine, "torch", None)
+    if torch is None or engine.render_prelude() is None:
+        return None, "no probe: .data = and set_() need a torch-shaped module that is the engine"
+    try:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        x.data = torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64)
+        (x * x).sum().backward()
+        t, src = torch.zeros(2), torch.tensor([1.0, 2.0, 3.0])
+        t.set_(src)
+        src.mul_(2.0)
+        got = (x.grad.tolist(), x.grad.dtype == torch.float64, x.is_leaf, t.tolist(),
+               t._version, src._version)
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    want = ([6.0, 8.0, 10.0], True, True, [2.0, 4.0, 6.0], 1, 1)
+    if got != want:
+        return False, f"got (x.grad, float64, is_leaf, t, t._version, src._version) {got}, " \
+                      f"expected {want}"
+    return True, ".data = and set_() change what a tensor holds as torch does"
+
+
+def _saved_tensors_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
+    """Saved-tensor hooks whose unpack scales the saved value, a write after the pack, and
+    `disable_saved_tensors_hooks` (SAVED-1, SAVED-2, SAVED-3, SAVED-6, SAVED-10), through the
+    engine's torch-shaped module; torch 2.13 packs twice, unpacks twice, gives x.grad
+    [4.0, 8.0] (from the unpacked 2 * h, not the written 10 * h) and raises RuntimeError "off"
+    inside the disabled block."""
+    torch = getattr(engine, "torch", None)
+    if torch is None or engine.render_prelude() is None:
+        return None, "no probe: saved-tensor hooks need a torch-shaped module that is the engine"
+    calls: list[str] = []
+
+    def pack(t):
+        calls.append("pack")
+        return t.detach().clone()
+
+    def unpack(p):
+        calls.append("unpack")
+        return p * 2
+    try:
+        graph = torch.autograd.graph
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with graph.saved_tensors_hooks(pack, unpack):
+            h = x * 1
+            y = h * h
+        h.mul_(10.0)
+        y.sum().backward()
+        message = None
+        try:
+            with graph.disable_saved_tensors_hooks("off"):
+                with graph.saved_tensors_hooks(pack, unpack):
+                    pass
+        except RuntimeError as exc:
+            message = str(exc)
+        got = (sorted(calls), x.grad.tolist(), message)
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    want = (["pack", "pack", "unpack", "unpack"], [4.0, 8.0], "off")
+    if got != want:
+        return False, f"got (hook calls, x.grad, message) {got}, expected {want}"
+    return True, "saved-tensor hooks pack, unpack and compute the gradient as torch does"
+
+
 # capabilities no program statement uses, probed through the engine's module instead
 MODULE_PROBES = {"node_hooks": _node_hooks_via_module,
-                 "custom_function": _custom_function_via_module}
+                 "custom_function": _custom_function_via_module,
+                 "data_assign": _data_assign_via_module,
+                 "saved_tensors_hooks": _saved_tensors_hooks_via_module}
 
 
 def probe_program(capability: str) -> Program:

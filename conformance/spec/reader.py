@@ -16,13 +16,13 @@ from pathlib import Path
 AREA_FILES = (
     "graph.md", "leaf.md", "retain.md", "hook.md", "version.md",
     "inplace.md", "free.md", "mode.md", "api.md", "deriv.md", "double.md", "function.md",
-    "infer.md", "unspecified.md",
+    "infer.md", "data.md", "saved.md", "unspecified.md",
 )
 CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
-    "custom_function",
+    "custom_function", "data_assign", "saved_tensors_hooks",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

@@ -22,7 +22,7 @@ _METHODS = {
     "view": views.view, "reshape": views.reshape, "t": views.t, "transpose": views.transpose,
     "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "expand": views.expand,
     "expand_as": views.expand_as, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
-    "copy_": ip.copy_,
+    "copy_": ip.copy_, "set_": ip.set_,
     "floor": discrete.floor, "sign": discrete.sign, "round": discrete.round,
     "max": reduce.reduce_max, "min": reduce.reduce_min, "argmax": reduce.argmax,
     "argmin": reduce.argmin, "to": discrete.to, "long": discrete.long, "double": discrete.double,

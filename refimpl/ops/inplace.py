@@ -1,5 +1,6 @@
-"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6, INFER-4) and
-clone; their formulas, CopySlices' included, run on tensors under create_graph too (DOUBLE-2).
+"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6, INFER-4,
+DATA-7, DATA-8: `set_`) and clone; their formulas, CopySlices' included, run on tensors under
+create_graph too (DOUBLE-2).
 `rebase_history` also makes a custom Function the history of an input it marked dirty (FUNC-11).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
@@ -233,3 +234,19 @@ def copy_(a, src):                          # CopyBackwards; saves: nothing
 
 def _copy_bw(node, g):
     return _zeros(g), g  # the engine casts and sums g to src's dtype and shape
+
+
+def set_(a, src):                           # torch::autograd::NotImplemented; saves: nothing
+    """`a` takes src's storage (DATA-7): an in-place write, refused on a leaf that requires grad
+    while recording; recorded, it has no derivative (DATA-8)."""
+    if src._dtype is not a._dtype:
+        raise errors.set_dtype(src._dtype, a._dtype)
+    check_inplace(a, (src,))
+    _, node = record(src._data, a._be, "torch::autograd::NotImplemented", _set_bw, (a, src))
+    a._data = src._data
+    a._vc[0] += 1
+    return a if node is None else rebase_history(a, node)
+
+
+def _set_bw(node, g):
+    raise errors.set_backward()

@@ -94,6 +94,60 @@ def test_custom_functions_are_probed_through_the_module(oracle):
     assert probe(no_hooks(), oracle, "custom_function").verdict == "unprobed"  # a subclass
 
 
+def test_data_assignment_is_probed_through_the_module(oracle):
+    assert probe(oracle, oracle, "data_assign").works is True
+    r = probe(load_engine("refimpl"), oracle, "data_assign")
+    assert r.verdict == "ok" and r.works is True, r
+    assert probe(no_hooks(), oracle, "data_assign").verdict == "unprobed"  # a subclass
+
+
+def test_saved_tensor_hooks_are_probed_through_the_module(oracle):
+    assert probe(oracle, oracle, "saved_tensors_hooks").works is True
+    r = probe(load_engine("refimpl"), oracle, "saved_tensors_hooks")
+    assert r.verdict == "ok" and r.works is True, r
+    assert probe(no_hooks(), oracle, "saved_tensors_hooks").verdict == "unprobed"  # a subclass
+
+
+def test_a_module_whose_hooks_never_run_fails_the_saved_tensors_hooks_probe(oracle):
+    import contextlib
+    import types
+    graph = types.ModuleType("bare.autograd.graph")   # hooks accepted, and never called
+    graph.saved_tensors_hooks = lambda pack, unpack: contextlib.nullcontext()
+    graph.disable_saved_tensors_hooks = lambda message: contextlib.nullcontext()
+    bare = types.ModuleType("bare")
+    bare.tensor, bare.autograd = _torch().tensor, types.ModuleType("bare.autograd")
+    bare.autograd.graph = graph
+    r = probe(TorchLike(bare, "bare", "cpu"), oracle, "saved_tensors_hooks")
+    assert r.verdict == "declared but fails" and "expected" in r.detail, r
+
+
+def test_a_module_whose_data_assignment_keeps_the_old_values_fails_its_probe(oracle):
+    import types
+
+    class Frozen:   # a tensor whose .data = and set_() change nothing
+        def __init__(self, t):
+            self.__dict__["t"] = t
+
+        def __getattr__(self, name):
+            return getattr(self.t, name)
+
+        def __setattr__(self, name, value):
+            pass
+
+        def set_(self, src):
+            return self
+
+        def __mul__(self, other):
+            return self.t * (other.t if isinstance(other, Frozen) else other)
+
+    bare = types.ModuleType("bare")
+    bare.float64 = _torch().float64
+    bare.tensor = lambda *a, **k: Frozen(_torch().tensor(*a, **k))
+    bare.zeros = lambda *a, **k: Frozen(_torch().zeros(*a, **k))
+    r = probe(TorchLike(bare, "bare", "cpu"), oracle, "data_assign")
+    assert r.verdict == "declared but fails" and "expected" in r.detail, r
+
+
 def test_a_module_without_custom_functions_fails_their_probe(oracle):
     import types
     bare = types.ModuleType("bare")     # torch's tensors, an autograd without Function
