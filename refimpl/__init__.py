@@ -60,6 +60,9 @@ sum, mean, matmul, addmm = _red.sum, _red.mean, _la.matmul, _la.addmm  # noqa: A
 mm = mv = dot = _la.matmul
 reshape, t, transpose = _views.reshape, _views.t, _views.transpose
 squeeze, unsqueeze, clone = _views.squeeze, _views.unsqueeze, _ip.clone
+narrow, select, split, chunk, unbind = (_views.narrow, _views.select, _views.split, _views.chunk,
+                                        _views.unbind)
+split_with_sizes = _views.split_with_sizes
 floor, sign, round, where = _disc.floor, _disc.sign, _disc.round, _disc.where  # noqa: A001
 max, min, argmax, argmin = _red.reduce_max, _red.reduce_min, _red.argmax, _red.argmin  # noqa: A001
 nonzero = _disc.nonzero

@@ -174,5 +174,5 @@ from . import function  # noqa: E402  (function.py imports the tensor machinery 
 
 Function = function.Function
 
-# saved-tensor hooks (SAVED-1..SAVED-10): torch.autograd.graph
-from . import saved_hooks as graph  # noqa: E402, F401
+# torch.autograd.graph: saved-tensor hooks (SAVED-1..SAVED-10), multi-grad hooks (HOOK-19)
+from . import graph  # noqa: E402, F401

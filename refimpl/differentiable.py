@@ -33,12 +33,13 @@ def _on_graph(node, s, value, be):
     if s is None or s.dtype is None:  # not saved, or a Python number
         return value
     t = wrap(be, value, s.vc)
-    idx = s.idx
-    fn = (s.edge or node) if idx == -1 else node.next_functions[idx][0] if idx is not None else None
+    idx = s.idx  # the edge: its node and which of its outputs (split's pieces, VIEW-6)
+    fn, nr = ((s.edge or node), 0) if idx == -1 else \
+        node.next_functions[idx] if idx is not None else (None, 0)
     if isinstance(fn, AccumulateGrad):  # a leaf: what reaches t reaches the leaf's .grad
         t._requires_grad, t._accumulator = True, weakref.ref(fn)
     elif fn is not None:
-        t._grad_fn = fn
+        t._grad_fn, t._output_nr = fn, nr
     return t
 
 

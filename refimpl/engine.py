@@ -58,6 +58,10 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
     _deliver(buffers, start, nr, first)
     flag = grad_mode.enabled
     prev_mode = flag.value
+
+    def will_run(node):  # what a multi-grad hook asks of the pass (refimpl/graph.py, HOOK-19)
+        return node in deps and (run_only is None or bool(run_only.get(node)) or node in captures)
+    running.append((will_run, {}))
     try:
         while queue:
             fn = heapq.heappop(queue)[2]
@@ -86,8 +90,12 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
                 if deps[nxt] == 0:
                     heapq.heappush(queue, (-nxt.seq, next(order), nxt))
     finally:
+        running.pop()
         grad_mode.enabled[0] = prev_mode
     return captured
+
+
+running = []  # the passes running, innermost last: (will_run(node), state kept for the pass)
 
 
 def _deliver(buffers, fn, nr, g):

@@ -53,26 +53,41 @@ def input_no_requires_grad():  # API-8
     return RuntimeError("One of the differentiated Tensors does not require grad")
 
 
-def no_grad_view_inplace(fn=None, indirect=False, mode=True):  # MODE-9, INFER-7
-    """`mode`: how the view was made, True (under no_grad) or INFERENCE_VIEW (in inference
-    mode): torch names the mode in the message."""
-    if mode == CUSTOM_FUNCTION_VIEW:  # FUNC-14
-        return custom_view_inplace(fn, indirect)
-    who = (f"Output 0 of {_short(fn.name())} is a view of a view which was created in"
+def no_grad_view_inplace(fn=None, indirect=False, mode=True, nr=0):  # MODE-9, INFER-7, VIEW-7
+    """`mode`: how the view was made, True (under no_grad), INFERENCE_VIEW (in inference
+    mode), CUSTOM_FUNCTION_VIEW or MULTI_OUTPUT_VIEW: torch names the mode in the message, and
+    a multi-output op's view that has no grad_fn as one made under no_grad."""
+    if mode == CUSTOM_FUNCTION_VIEW or (mode == MULTI_OUTPUT_VIEW and fn is not None):
+        return custom_view_inplace(fn, indirect, mode == MULTI_OUTPUT_VIEW, nr)  # FUNC-14, VIEW-7
+    who = (f"Output {nr} of {_short(fn.name())} is a view of a view which was created in"
            if fn is not None else "A view was created in")
     what = "its base or another view of its base has been" if indirect else "is being"
     if mode == INFERENCE_VIEW:
         made, now, block = "inference mode", "in normal mode", "inference mode"
     else:
         made, now, block = "no_grad mode", "with grad mode enabled", "no_grad block"
-    return RuntimeError(
-        f"{who} {made} and {what} modified inplace {now}. Given that this use case is "
-        "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
-        f"the view and the inplace either both inside the {block} (if you don't want the "
-        "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+    why = (f"This view {_MULTI}" if mode == MULTI_OUTPUT_VIEW else
+           "Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+           f"clarify your code by moving both the view and the inplace either both inside the "
+           f"{block} (if you don't want the inplace to be tracked) or both outside (if you "
+           "want the inplace to be tracked).")
+    return RuntimeError(f"{who} {made} and {what} modified inplace {now}. {why}")
 
 
 INFERENCE_VIEW = "inference"    # Tensor._view_no_grad of a view made in inference mode
+MULTI_OUTPUT_VIEW = "multi"     # Tensor._view_no_grad of an output of split, chunk, unbind
+_MULTI = ("is the output of a function that returns multiple views. Such functions do not allow "
+          "the output views to be modified inplace. You should replace the inplace operation by "
+          "an out-of-place one.")
+
+
+def detach_view_inplace():  # VIEW-8
+    return RuntimeError(
+        "Can't detach views in-place. Use detach() instead. If you are using "
+        "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+        "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+        "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+        "torch/optim/optimizer.py as the solution.")
 
 
 def inference_version():  # INFER-3
@@ -248,16 +263,14 @@ CREATE_GRAPH_CYCLE_WARNING = (  # DOUBLE-8
 CUSTOM_FUNCTION_VIEW = "custom_function"  # Tensor._view_no_grad of an input a Function returned
 
 
-def custom_view_inplace(fn, indirect=False):  # FUNC-14
+def custom_view_inplace(fn, indirect=False, multi=False, nr=0):  # FUNC-14, VIEW-7
     what = "its base or another view of its base has been" if indirect else "is being"
-    why = ("is the output of a function that returns multiple views. Such functions do not "
-           "allow the output views to be modified inplace. You should replace the inplace "
-           "operation by an out-of-place one." if fn.n_outputs > 1 else
+    why = (_MULTI if multi or fn.n_outputs > 1 else
            "was created inside a custom Function (or because an input was returned as-is) and "
            "the autograd logic to handle view+inplace would override the custom backward "
            "associated with the custom Function, leading to incorrect gradients. This behavior "
            "is forbidden. You can fix this by cloning the output of the custom Function.")
-    return RuntimeError(f"Output 0 of {_short(fn.name())} is a view and {what} modified "
+    return RuntimeError(f"Output {nr} of {_short(fn.name())} is a view and {what} modified "
                         f"inplace. This view {why}")
 
 

@@ -1,5 +1,6 @@
 """Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
-FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13, DOUBLE-3).
+FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13, DOUBLE-3,
+GRAD-1, GRAD-2, GRAD-4).
 
 A Node is what `tensor.grad_fn` returns. Every built-in op in scope has one output, so a node
 receives one gradient and returns one gradient per entry of `next_functions`; a custom
@@ -153,9 +154,11 @@ def _accumulate(node, grad):
         pass
     elif not leaf._requires_grad:  # requires_grad_(False) since the graph was built: no update
         pass
-    elif leaf._grad is None:
-        leaf._grad = leaf._new_like(leaf._be.copy(grad))
-    else:  # accumulate in place, as torch does when backward runs without create_graph (LEAF-7)
+    elif leaf._grad is None:  # new memory, a leaf with no history (GRAD-1)
+        fresh = _grad_memory(leaf, grad.dtype)
+        fresh[...] = grad
+        leaf._grad = leaf._new_like(fresh)
+    else:  # into the .grad's own memory, as torch without create_graph (LEAF-7, GRAD-4)
         g = leaf._grad
         be = g._be
         if any(s == 0 and n > 1 for n, s in zip(g._data.shape, be.strides(g._data), strict=True)):
@@ -171,10 +174,20 @@ def _accumulate_recorded(leaf, grad) -> None:
     """As torch's AccumulateGrad with grad mode on: the first gradient copied into new memory
     of the leaf's layout (copy_: CopyBackwards, version 1), later ones added out of place."""
     if leaf._grad is None:
-        zeros = leaf._be.xp.zeros_like(leaf._data, dtype=grad._data.dtype)
-        leaf._grad = leaf._new_like(zeros).copy_(grad)
+        leaf._grad = leaf._new_like(_grad_memory(leaf, grad._data.dtype)).copy_(grad)
     else:
         leaf._grad = leaf._grad + grad
+
+
+def _grad_memory(leaf, dtype):
+    """Zeros for a leaf's first .grad (GRAD-2): the leaf's strides when its elements tile a block
+    of memory (non-overlapping and dense: zeros_like keeps them), else row-major."""
+    data, be, need = leaf._data, leaf._be, 1
+    for s, n in sorted((s, n) for n, s in zip(data.shape, be.strides(data), strict=True) if n > 1):
+        if s != need:
+            return be.xp.zeros(data.shape, dtype=dtype)
+        need *= n
+    return be.xp.zeros_like(data, dtype=dtype)
 
 
 def _post_accumulate_hooks(leaf) -> None:

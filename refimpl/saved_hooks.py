@@ -1,4 +1,4 @@
-"""Saved-tensor hooks (SAVED-1 to SAVED-12): `refimpl.autograd.graph`.
+"""Saved-tensor hooks (SAVED-1 to SAVED-12), in `refimpl.autograd.graph` (refimpl/graph.py).
 
 A pair of hooks registered by `saved_tensors_hooks(pack, unpack)` is kept on a stack; the
 innermost pair is the one in force (SAVED-4). When an op saves a tensor for backward while a

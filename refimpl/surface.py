@@ -1,5 +1,5 @@
-"""What a tensor shares with any array: its shape, dtype and device, and conversions to Python
-values (`item`, `tolist`, `numpy`, `len`, iteration, `bool`, `float`, `int`, `format`).
+"""What a tensor shares with any array: its shape, strides, dtype and device, and conversions to
+Python values (`item`, `tolist`, `numpy`, `len`, iteration, `bool`, `float`, `int`, `format`).
 Tensor (refimpl/tensor.py) takes them from here and adds the autograd state."""
 from __future__ import annotations
 
@@ -26,6 +26,23 @@ class ArraySurface:
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
+
+    def stride(self, dim=None):
+        """Elements, not bytes, between neighbours along each dim (GRAD-2)."""
+        s = self._be.strides(self._data)
+        return s if dim is None else s[dim]
+
+    def is_contiguous(self) -> bool:
+        """Row-major: each dim of size > 1 steps over all the elements of the dims after it (a
+        tensor with no elements is, whatever its strides, as in torch)."""
+        if 0 in self._data.shape:
+            return True
+        need = 1
+        for n, s in zip(reversed(self._data.shape), reversed(self.stride()), strict=True):
+            if n != 1 and s != need:
+                return False
+            need *= n
+        return True
 
     def item(self):
         if self.numel() != 1:

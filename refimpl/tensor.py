@@ -4,7 +4,8 @@ Clauses: LEAF-1..LEAF-15 (leaves, `.grad` get/set), RETAIN-1..RETAIN-7, HOOK-6, 
 VER-1..VER-6 (version counter shared by views and detach(), not by .data), GRAPH-10 and
 INPLACE-8 (a view's grad_fn regenerated once the shared version has moved), INFER-2, INFER-3,
 INFER-5, INFER-6 (inference tensors: the tensors made in inference mode, which have no version
-counter: their `_vc` is NO_VERSION), DATA-1..DATA-6 (the `.data` setter).
+counter: their `_vc` is NO_VERSION), DATA-1..DATA-6 (the `.data` setter), VIEW-1 (`_base` is the
+root base), VIEW-8 (`detach_`).
 
 Ops live in refimpl/ops and are attached to Tensor as methods there, and `Tensor.backward` is
 attached by refimpl/autograd.py, so that this module imports neither. It holds the machinery
@@ -143,8 +144,17 @@ class Tensor(ArraySurface):
         self._data, self._dtype = value._data, value._dtype
 
     def detach(self):
-        """Same storage and version counter, no history (LEAF-4, VER-5, INPLACE-6)."""
+        """Same storage and version counter, no history (LEAF-4, VER-5, INPLACE-6); not a view
+        (VIEW-1)."""
         return self._new_like(self._data, self._vc)
+
+    def detach_(self):
+        """A leaf that does not require grad, its version unchanged (INPLACE-1, VER-2); refused
+        on a view outside inference mode, unless it is a view of an inference tensor (VIEW-8)."""
+        if self._base is not None and not _inference.value and self._vc is not NO_VERSION:
+            raise errors.detach_view_inplace()
+        self._grad_fn, self._requires_grad, self._output_nr = None, False, 0
+        return self
 
     @property
     def retains_grad(self) -> bool:
@@ -347,7 +357,7 @@ def view_grad_fn(v: Tensor):
     if (fn is None and not base.requires_grad) or v._view_version == v._vc[0]:
         return fn
     if v._view_no_grad:
-        raise errors.no_grad_view_inplace(fn, indirect=True, mode=v._view_no_grad)
+        raise errors.no_grad_view_inplace(fn, True, v._view_no_grad, v._output_nr)
     new = Node("AsStridedBackward0", _as_strided_backward, (edge(base),),
                ((base._data.shape, base._dtype),), v._view_chain)
     v._view_version = v._vc[0]

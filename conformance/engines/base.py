@@ -72,6 +72,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "custom_function": (),          # no statement: probed through the engine's module (probes.py)
     "data_assign": (),              # no statement: probed through the engine's module (probes.py)
     "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
+    "multi_grad_hooks": (),         # no statement: probed through the engine's module (probes.py)
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -17,7 +17,7 @@ ALL_CAPABILITIES = frozenset({
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
-    "custom_function", "data_assign", "saved_tensors_hooks"})
+    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}

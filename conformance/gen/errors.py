@@ -66,6 +66,8 @@ INEXPRESSIBLE: dict[str, str] = {
     # spec/saved.md: no statement registers saved-tensor hooks (NOT_GENERATED)
     **dict.fromkeys(("UNPACK_NOT_TENSOR", "PACK_HOOK_INPLACE"),
                     "no statement registers saved-tensor hooks"),
+    # spec/view.md: no statement draws detach_() (NOT_GENERATED)
+    "DETACH_VIEW_INPLACE": "no statement draws detach_()",
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

@@ -25,13 +25,14 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
                     "node_hooks", "version_counter", "views", "inplace", "autograd_grad",
                     "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
                     "create_graph", "inference_mode", "custom_function",
-                    "data_assign", "saved_tensors_hooks")
+                    "data_assign", "saved_tensors_hooks", "multi_grad_hooks")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
 # (custom_function: no vocabulary draws a torch.autograd.Function yet, see NOT_GENERATED; from
 # vocabulary 6 on a program records it among its capabilities, as the engines declare it)
 CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
-                    "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6}
+                    "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6,
+                    "multi_grad_hooks": 6}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -54,4 +55,23 @@ NOT_GENERATED: dict[str, str] = {
     **{f"DATA-{n}": "no statement assigns .data or calls set_()" for n in range(1, 9)},
     # spec/saved.md
     **{f"SAVED-{n}": "no statement registers saved-tensor hooks" for n in range(1, 13)},
+    # spec/view.md
+    "VIEW-1": "no observable reads ._base yet",
+    "VIEW-2": "a write through a view of a view is tagged INPLACE-8 (model/inplace.py)",
+    "VIEW-3": "the views a write rebases are modelled (model/inplace.py), tagged with the "
+              "write's own clauses (INPLACE-8, INPLACE-14)",
+    "VIEW-4": "a write through a view is tagged INPLACE-8, a repeated pass through it FREE-3",
+    **{f"VIEW-{n}": "no statement draws narrow, select, split, chunk or unbind yet"
+       for n in (5, 6, 7, 9)},
+    "VIEW-8": "no statement draws detach_() yet",
+    # spec/grad.md: no statement reads strides, the identity or memory of a .grad, or calls
+    # Module.zero_grad; a pass's accumulation is tagged LEAF-7
+    **{f"GRAD-{n}": "no statement observes the .grad tensor beyond its values, or calls zero_grad"
+       for n in range(1, 8)},
+    # spec/hook.md
+    "HOOK-18": "a pass is tagged with the clauses of the hook kinds it runs (HOOK-2, HOOK-13, "
+               "HOOK-15, RETAIN-5); the order across kinds is checked by spec examples and "
+               "tests/differential/test_hook_order.py",
+    "HOOK-19": "no statement registers a multi-grad hook",
+    "HOOK-20": "no statement registers a multi-grad hook",
 }

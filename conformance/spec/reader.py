@@ -14,15 +14,15 @@ from functools import lru_cache
 from pathlib import Path
 
 AREA_FILES = (
-    "graph.md", "leaf.md", "retain.md", "hook.md", "version.md",
+    "graph.md", "leaf.md", "grad.md", "retain.md", "hook.md", "version.md",
     "inplace.md", "free.md", "mode.md", "api.md", "deriv.md", "double.md", "function.md",
-    "infer.md", "data.md", "saved.md", "unspecified.md",
+    "infer.md", "data.md", "saved.md", "view.md", "unspecified.md",
 )
 CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
-    "custom_function", "data_assign", "saved_tensors_hooks",
+    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

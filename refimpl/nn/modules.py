@@ -4,7 +4,7 @@ A Parameter is a leaf tensor that requires grad by default; a Module finds the p
 the submodules assigned to its attributes, in assignment order. A Module's autograd is its
 tensors' own: `Linear` calls `linear` (refimpl/ops/linalg.py), so its output's graph is the one
 torch records (AddmmBackward0 over TBackward0 for a 2-D input, GRAPH-3), and `zero_grad` only
-sets each parameter's `.grad` (LEAF-5, LEAF-7).
+sets each parameter's `.grad` (LEAF-5, LEAF-7, GRAD-5, GRAD-6).
 """
 from __future__ import annotations
 
@@ -144,19 +144,21 @@ class Module:
             yield p
 
     def zero_grad(self, set_to_none=True):
-        """Reset every parameter's `.grad`: to None (torch 2.x's default), or else zeroed in
-        place, first cut from any graph it has (a `.grad` made under create_graph)."""
+        """Reset every parameter's `.grad`: to None (torch 2.x's default, GRAD-5), or else zeroed
+        in place, the same tensor first cut from any graph it has (a `.grad` made under
+        create_graph), as torch's detach_() cuts it (GRAD-6)."""
         for p in self.parameters():
-            if p.grad is None:
+            g = p.grad
+            if g is None:
                 continue
             if set_to_none:
                 p.grad = None
                 continue
-            if p.grad.grad_fn is not None:  # torch detaches it in place; refimpl has no detach_
-                p.grad = p.grad.detach()
+            if g.grad_fn is not None:  # the same tensor, with no history from now on
+                g.detach_()
             else:
-                p.grad.requires_grad_(False)
-            p.grad.zero_()
+                g.requires_grad_(False)
+            g.zero_()
 
     # ---- repr -------------------------------------------------------------------------------
     def extra_repr(self) -> str:

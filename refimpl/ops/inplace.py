@@ -45,7 +45,8 @@ def check_inplace(t: Tensor, others=()) -> None:
     if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
         return
     if t._base is not None and t._view_no_grad:
-        raise errors.no_grad_view_inplace(t._grad_fn, mode=t._view_no_grad)  # MODE-9, INFER-7
+        # MODE-9, INFER-7, FUNC-14, VIEW-7
+        raise errors.no_grad_view_inplace(t._grad_fn, False, t._view_no_grad, t._output_nr)
     if t._base is not None and rg and t._base.is_leaf:
         raise errors.view_of_leaf_inplace()  # INPLACE-2
     if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)

@@ -148,6 +148,30 @@ def test_a_module_whose_data_assignment_keeps_the_old_values_fails_its_probe(ora
     assert r.verdict == "declared but fails" and "expected" in r.detail, r
 
 
+def test_multi_grad_hooks_are_probed_through_the_module(oracle):
+    assert probe(oracle, oracle, "multi_grad_hooks").works is True
+    r = probe(load_engine("refimpl"), oracle, "multi_grad_hooks")
+    assert r.verdict == "ok" and r.works is True, r
+    assert probe(no_hooks(), oracle, "multi_grad_hooks").verdict == "unprobed"  # a subclass
+
+
+def test_a_module_whose_multi_grad_hook_fires_per_tensor_fails_its_probe(oracle):
+    import types
+
+    def per_tensor(tensors, fn, mode="all"):    # one call per gradient: not a multi-grad hook
+        def call(i, g):
+            fn(g if mode == "any" else [g if j == i else None for j in range(len(tensors))])
+        hs = [t.register_hook(lambda g, i=i: call(i, g)) for i, t in enumerate(tensors)]
+        return types.SimpleNamespace(remove=lambda: [h.remove() for h in hs])
+    graph = types.ModuleType("bare.autograd.graph")
+    graph.register_multi_grad_hook = per_tensor
+    bare = types.ModuleType("bare")
+    bare.tensor, bare.autograd = _torch().tensor, types.ModuleType("bare.autograd")
+    bare.autograd.graph = graph
+    r = probe(TorchLike(bare, "bare", "cpu"), oracle, "multi_grad_hooks")
+    assert r.verdict == "declared but fails" and "expected" in r.detail, r
+
+
 def test_a_module_without_custom_functions_fails_their_probe(oracle):
     import types
     bare = types.ModuleType("bare")     # torch's tensors, an autograd without Function
