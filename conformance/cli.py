@@ -90,6 +90,10 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="judge these conformance classes (core, torch-observable, diagnostics) "
                    "instead of those the engine claims; divergences of the others are not "
                    "applicable")
+    p.add_argument("--per-clause", type=limits.int_in(0, 10_000), default=None, metavar="N",
+                   help="after the --count programs, run further programs of the same stream "
+                   "until every clause a program can exercise is in N of them (default 20 "
+                   "when --count is 300 or more, else 0: off)")
 
 
 def _address(text: str) -> str:
@@ -145,6 +149,7 @@ def _import_source(path: str):
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .campaign.cluster import ClusterFailed, ClusterUnusable
+    from .campaign.coverage import default_per_clause
     from .campaign.runner import CampaignInterrupted, default_source, run_campaign
     from .engines import EngineError
     from .reports.report import EXIT_UNJUDGED, MAX_UNJUDGED, print_summary
@@ -154,13 +159,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
     unjudged = MAX_UNJUDGED if args.max_unjudged is None else args.max_unjudged
+    per_clause = default_per_clause(args.count) if args.per_clause is None else args.per_clause
     try:
         report = run_campaign(args.engine, args.oracle, seed=args.seed, count=args.count,
                               size=args.size, jobs=args.jobs, timeout=args.timeout,
                               out_dir=args.out, progress=not args.quiet, device=args.device,
                               shrink=not args.no_shrink, source=source, xfails=xfails,
                               probe=not args.no_probe, max_unjudged=unjudged,
-                              classes=args.classes, scheduler=args.scheduler)
+                              classes=args.classes, scheduler=args.scheduler,
+                              per_clause=per_clause)
     except (EngineError, ClusterUnusable) as exc:
         raise UsageError(str(exc)) from None
     except ClusterFailed as exc:        # mid-run: nothing wrong with the input, no verdict

@@ -328,7 +328,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     c = chosen(config)
     lines = [f"gradspec: engine {c['engine']} vs oracle {c['oracle']} on {c['device']}, "
-             f"profile {c['profile']}, stream seed {stream_seed(config)}"]
+             f"profile {c['profile']}, stream seed {stream_seed(config)}"
+             + (f", at least {n} programs a clause" if (n := PROFILE_TABLE[
+                 c['profile']].per_clause) else "")]
     for key in ALIASES.values():
         if (alias := _alias_given(config, key)) is not None:
             lines.append(f"gradspec: {alias} is deprecated, use {OPTIONS[key][0]}")

@@ -120,10 +120,31 @@ class Stats:
                 "raised_programs": {f"{k} {c}": n for (k, c), n in sorted(self.raised.items())}}
 
 
-def run_profile_programs(count: int, size: int, seed: int = 0) -> list[Program]:
-    """The programs `gradspec run --seed SEED --count COUNT --size SIZE` draws."""
+def run_profile_programs(count: int, size: int, seed: int = 0, per_clause: int | None = None
+                         ) -> list[Program]:
+    """The programs `gradspec run --seed SEED --count COUNT --size SIZE --per-clause N` runs
+    (N None: its default for COUNT): the stream's first COUNT, then those the per-clause
+    minimum adds (conformance/campaign/coverage.py)."""
+    from collections import Counter
+
+    from conformance.campaign.coverage import SCAN, default_per_clause, stream_top_up
     caps = frozenset(ALL_CAPABILITIES)
-    return [program_for_seed(s, caps, size) for s in program_seeds(seed, count)]
+    seeds = program_seeds(seed, count + SCAN)
+    progs = [program_for_seed(s, caps, size) for s in seeds[:count]]
+    n = default_per_clause(count) if per_clause is None else per_clause
+    counts = Counter(c for p in progs for c in p.clauses())
+    more = stream_top_up(seeds[count:], counts, program_for_seed, caps, size, n)
+    return progs + [program_for_seed(s, caps, size) for s in more.seeds]
+
+
+def clause_items_programs(profile: str = "ci") -> list[Program]:
+    """The programs the pytest profile's clause items run (conformance/suite/clauses.py),
+    for an engine with every capability."""
+    from conformance.pytest_plugin import PROFILE_TABLE
+    from conformance.suite.clauses import Stream
+    p = PROFILE_TABLE[profile]
+    stream = Stream(p.seed or 0, frozenset(ALL_CAPABILITIES), p.size, p.programs, p.per_clause)
+    return [stream.program(i) for i in range(len(stream.seeds))]
 
 
 def ci_profile_programs(count: int, size: int) -> list[Program]:
@@ -151,15 +172,18 @@ def measure(progs: list[Program]) -> Stats:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.generator_stats",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", choices=("run", "ci"), default="run")
+    ap.add_argument("--profile", choices=("run", "ci", "ci-clauses"), default="run",
+                    help="run: gradspec run's programs; ci: the pytest ci profile's Hypothesis "
+                    "examples; ci-clauses: its clause items' programs")
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--size", type=int, default=20)
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
     if a.count < 1 or a.size < 1:
         ap.error("--count and --size must be positive")
-    progs = (run_profile_programs if a.profile == "run" else ci_profile_programs)(
-        a.count, a.size)
+    progs = (run_profile_programs(a.count, a.size) if a.profile == "run" else
+             ci_profile_programs(a.count, a.size) if a.profile == "ci" else
+             clause_items_programs())
     figures = measure(progs).to_json()
     out = json.dumps(figures, indent=1)
     if a.json:

@@ -17,9 +17,11 @@ failing ones are grouped by problem (`Report.groups`). Each clause gets a status
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ from ..reports.report import (
 )
 from ..spec.reader import CAPABILITIES, load_spec
 from . import worker
+from .coverage import SCAN, stream_top_up
 from .failures import shrink_failures
 from .outdir import Staging
 from .pool import Pool, PoolError, context
@@ -119,7 +122,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                  shrink: bool = True, xfails: list[Xfail] | None = None,
                  probe: bool = True, max_unjudged: float = MAX_UNJUDGED,
                  classes: list[str] | tuple[str, ...] | None = None,
-                 scheduler: str | None = None) -> Report:
+                 scheduler: str | None = None, per_clause: int = 0) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
     per divergent, crashed or timed-out program; return the Report (its exit_code: see
     Report.exit_code).
@@ -131,7 +134,9 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     not fail the run, and so do divergences of conformance classes the engine does not claim
     (`classes` overrides its claim). With `probe`, capabilities the engine declares absent are
     probed (conformance/judge/probes.py). With `scheduler` (a Dask scheduler's address) the
-    programs run on that cluster (campaign/cluster.py), with the report a serial run writes."""
+    programs run on that cluster (campaign/cluster.py), with the report a serial run writes.
+    With `per_clause`, further programs of the stream are run until every clause a program can
+    exercise is exercised by that many (campaign/coverage.py; the report's `coverage`)."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
@@ -154,16 +159,17 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
             report.capability_checks = probe_isolated(engine_spec, oracle_spec, device,
                                                       timeout, list(CAPABILITIES))
         seeds = program_seeds(seed, count)
-        bar = CampaignProgress() if progress is True else None
-        try:
-            results: list[dict[str, Any] | None] = list(run_programs(
-                engine_spec, oracle_spec, device, seeds, size, caps, jobs, timeout, source,
-                shrink, bar or progress or None, frozenset(claims), scheduler))
-        except Interrupted as stop:
-            results, report.complete = stop.results, False
-        finally:
-            if bar is not None:
-                bar.close()
+        run = functools.partial(_run_part, engine_spec, oracle_spec, device, size, caps, jobs,
+                                timeout, source, shrink, progress, frozenset(claims), scheduler)
+        results, report.complete = run(seeds, None)
+        if per_clause > 0 and report.complete:
+            counts = Counter(c for r in results if r for c in r.get("clauses", []))
+            further = program_seeds(seed, count + SCAN)[count:]
+            more = stream_top_up(further, counts, source, caps, size, per_clause)
+            report.coverage = more.to_json()
+            if more.seeds:
+                added, report.complete = run(more.seeds, f"to {per_clause} programs a clause")
+                seeds, results = seeds + more.seeds, results + added
         ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
                        claims)
         _collect(report, spec, ctx, seeds, results, xf)
@@ -179,6 +185,24 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         raise CampaignInterrupted(report)
     staging.commit()
     return report
+
+
+def _run_part(engine_spec: str, oracle_spec: str, device: str, size: int, caps: frozenset[str],
+              jobs: int, timeout: float, source: ProgramSource, shrink: bool,
+              progress: Progress | bool | None, claims: frozenset[str], scheduler: str | None,
+              seeds: list[int], what: str | None) -> tuple[list[dict[str, Any] | None], bool]:
+    """run_programs on `seeds` behind a progress bar named `what` (progress True): the
+    results, None for a program not run, and whether all ran (False: interrupted)."""
+    bar = CampaignProgress(what=what) if progress is True else None
+    try:
+        return list(run_programs(engine_spec, oracle_spec, device, seeds, size, caps, jobs,
+                                 timeout, source, shrink, bar or progress or None, claims,
+                                 scheduler)), True
+    except Interrupted as stop:
+        return list(stop.results), False
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 class _Context:

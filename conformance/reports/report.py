@@ -167,6 +167,9 @@ class Report:
     complete: bool = True                   # False: interrupted, `programs` of `count` ran
     folder: str = ""                        # where report.json is
     scheduler: str = ""                     # the Dask scheduler it ran on (campaign/cluster.py)
+    # the per-clause minimum (campaign/coverage.py): per_clause, programs added, programs read
+    # to find them, clauses still short; empty when the run asked for none
+    coverage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -321,6 +324,17 @@ def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) 
     return f"no program of {programs} exercised it"
 
 
+def coverage_line(coverage: dict[str, Any], count: int) -> str:
+    """The per-clause minimum in one line: what it added, and what it could not reach."""
+    n, added = coverage["per_clause"], coverage["added"]
+    line = (f"per-clause minimum {n}: {count} programs + {added} more of the stream that "
+            f"exercise rarer clauses (of {coverage['scanned']} read)")
+    short = coverage.get("short") or {}
+    if short:
+        line += (f"; still under {n}: " + ", ".join(f"{c} ({k})" for c, k in short.items()))
+    return line
+
+
 def print_summary(report: Report, out_dir: str | Path) -> None:
     print(clause_table(report.clauses))
     print()
@@ -331,6 +345,8 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
           f"{len(report.oracle_failures)} oracle failures, {report.seconds:.1f} s"
           + ("" if report.complete else f" (INCOMPLETE: interrupted, {report.programs} of "
              f"{report.count} programs ran)"))
+    if report.coverage:
+        print(coverage_line(report.coverage, report.count))
     if report.classes:
         print("\n".join(class_summary(report)))
     states = [r.get("status") for r in report.clauses.values()]

@@ -19,22 +19,24 @@ PROFILES = ("dev", "ci", "thorough")
 @dataclass(frozen=True)
 class Profile:
     """How much a session draws. `max_examples`, `size` and `derandomize` are the Hypothesis
-    search's (tests/conformance/test_engine_conformance.py); `per_clause` and `scan` are the
-    clause items' (conformance/suite/clauses.py): the first `per_clause` programs of the stream
-    that exercise the clause, looked for among the first `scan` programs. `seed`: the stream's
-    campaign seed (`gradspec run --seed`); None draws one per session."""
+    search's (tests/conformance/test_engine_conformance.py); `programs`, `per_clause` and
+    `seed` the clause items' (conformance/suite/clauses.py): the first `programs` programs of
+    the stream of campaign seed `seed` (`gradspec run --seed`; None draws one per session),
+    then further ones of it until every clause is exercised by `per_clause` of them
+    (`gradspec run --per-clause`, campaign/coverage.py)."""
     name: str
     max_examples: int
     size: int              # statements per generated program
     derandomize: bool
     programs: int = 300
     seed: int | None = None
+    per_clause: int = 0
 
 
 PROFILE_TABLE = {
     "dev": Profile("dev", 40, 20, False, programs=60),
-    "ci": Profile("ci", 300, 20, True, programs=300, seed=0),
-    "thorough": Profile("thorough", 10000, 30, False, programs=5000),
+    "ci": Profile("ci", 300, 20, True, programs=300, seed=0, per_clause=20),
+    "thorough": Profile("thorough", 10000, 30, False, programs=5000, per_clause=20),
 }
 
 
@@ -44,12 +46,16 @@ def for_engine(entries: list, names: tuple[str, ...]) -> list:
 
 
 def register_profiles() -> None:
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    # No explain phase: it reruns the failing program under a line tracer to name the lines
+    # only failing runs reached, and those are gradspec's comparison code, not the engine's:
+    # it told an engine author nothing and took most of a failing session's time.
+    phases = [ph for ph in Phase if ph is not Phase.explain]
     for p in PROFILE_TABLE.values():
         settings.register_profile(
             f"gradspec-{p.name}", max_examples=p.max_examples, derandomize=p.derandomize,
-            deadline=None, suppress_health_check=quiet, print_blob=True,
+            deadline=None, suppress_health_check=quiet, print_blob=True, phases=phases,
             **({"database": None} if p.derandomize else {}))
 
 

@@ -52,16 +52,35 @@ class Judged:
 
 class Stream:
     """The programs of campaign seed `seed` (conformance/campaign/runner.py, program_seeds and
-    default_source), each drawn when first needed."""
+    default_source), each drawn when first needed; with `per_clause`, followed by the further
+    programs of the stream that bring every clause to that many (campaign/coverage.py), as
+    `gradspec run --per-clause` runs them."""
 
-    def __init__(self, seed: int, caps: frozenset[str], size: int, count: int):
-        from conformance.campaign.runner import program_seeds
-        self.seed, self.caps, self.size = seed, caps, size
-        self.seeds = program_seeds(seed, count)
+    def __init__(self, seed: int, caps: frozenset[str], size: int, count: int,
+                 per_clause: int = 0):
+        from collections import Counter
+
+        from conformance.campaign.coverage import SCAN, stream_top_up
+        from conformance.campaign.runner import default_source, program_seeds
+        self.seed, self.caps, self.size, self.count = seed, caps, size, count
+        self.per_clause = per_clause
+        self.seeds = program_seeds(seed, count + (SCAN if per_clause else 0))
+        further, self.seeds = self.seeds[count:], self.seeds[:count]
+        self.short: dict[str, int] = {}
+        if per_clause:
+            counts = Counter(c for i in range(count) for c in self.program(i).clauses())
+            more = stream_top_up(further, counts, default_source, caps, size, per_clause)
+            self.seeds += more.seeds
+            self.short = more.short
 
     def program(self, i: int):
         from conformance.campaign.runner import default_source
         return default_source(self.seeds[i], self.caps, self.size)
+
+    def command(self) -> str:
+        """The `gradspec run` options that draw the same programs."""
+        return (f"gradspec run --seed {self.seed} --count {self.count} --size {self.size}"
+                f" --per-clause {self.per_clause}")
 
 
 class ClauseSuite:
@@ -76,7 +95,7 @@ class ClauseSuite:
         self.spec = load_spec()
         self.order = [c.id for c in self.spec.active()]
         caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
-        self.stream = Stream(seed, caps, profile.size, profile.programs)
+        self.stream = Stream(seed, caps, profile.size, profile.programs, profile.per_clause)
         self._judged: list[Judged] | None = None
         self.faults = 0
         self.load_error = ""
@@ -102,7 +121,7 @@ class ClauseSuite:
         if cid in NOT_GENERATED:
             return f"not generated ({NOT_GENERATED[cid]}); spec examples and differential " \
                    f"tests check it"
-        return f"no program of {len(self.stream.seeds)} exercised it"
+        return f"no program of {len(self.stream.seeds)} ({self.stream.command()}) exercised it"
 
     def judged(self) -> list[Judged]:
         """Every program of the stream judged (run on the first call), up to MAX_FAULTS."""
@@ -197,8 +216,7 @@ class ClauseSuite:
         s = self.stream
         exercising = sum(cid in j.clauses for j in self.judged())
         lines = [f"{cid}: {len(failing)} program(s) fail with {cid} as their primary clause "
-                 f"({exercising} of the {len(s.seeds)} exercise it; gradspec run --seed "
-                 f"{s.seed} --count {len(s.seeds)} --size {s.size}; "
+                 f"({exercising} of the {len(s.seeds)} exercise it; {s.command()}; "
                  f"engine {self.engine.name}, oracle {self.oracle.name}, classes "
                  f"{', '.join(c for c in self.spec_classes() if c in self.classes)})"]
         for j in failing[:LISTED]:

@@ -75,6 +75,8 @@ def test_run_with_divergence_exits_1_with_runnable_repros(capsys, monkeypatch, t
     (["run", "--engine", "torch", "--device", "cuda"], "cuda"),
     (["run", "--count", "0"], "--count"),
     (["run", "--jobs", "x"], "--jobs"),
+    (["run", "--per-clause", "-1"], "--per-clause"),
+    (["run", "--per-clause", "many"], "--per-clause"),
     (["run", "--source", "no_such_module:f"], "--source"),
     (["run", "--engine", "torch", "--out", "pyproject.toml"], "cannot write to pyproject.toml"),
     (["replay", "missing.json", "--engine", "torch"], "cannot read missing.json"),

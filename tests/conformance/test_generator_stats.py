@@ -2,24 +2,27 @@
 (tests/generator_stats.py): backward passes that join several leaves, the pytest profile's
 programs as long as `gradspec run`'s, and every clause in enough programs.
 
-The figures are of the two deterministic program sets: `gradspec run`'s default campaign
-(seed 0, 300 programs) and the derandomized pytest profile's 300 examples."""
+The figures are of the deterministic program sets: `gradspec run`'s default campaign (seed
+0, 300 programs and those its per-clause minimum adds), the derandomized pytest profile's 300
+examples, and the programs of that profile's clause items."""
 from __future__ import annotations
 
 import functools
 
 import pytest
 
-from conformance.generate import NOT_GENERATED
+from conformance.campaign.coverage import PER_CLAUSE, eligible
+from conformance.generate import ALL_CAPABILITIES, NOT_GENERATED
 from conformance.spec.reader import load_spec
-from tests.generator_stats import Stats, ci_profile_programs, measure, run_profile_programs
+from tests.generator_stats import (
+    Stats,
+    ci_profile_programs,
+    clause_items_programs,
+    measure,
+    run_profile_programs,
+)
 
 COUNT, SIZE = 300, 20
-# The floor every clause a program can exercise meets in the default campaign. The target is 20
-# programs of 300 in both sets; the default campaign's rarest clauses are at 11 to 19 and the
-# pytest profile's, whose first examples Hypothesis keeps simple, lower (the figures are in
-# benchmarks/README.md, "Generator statistics").
-RUN_FLOOR = 10
 
 
 @functools.cache
@@ -46,12 +49,27 @@ def test_the_pytest_profile_draws_programs_as_long_as_gradspec_run():
         assert abs(ci[key] - run[key]) <= 0.25 * run[key], (key, run[key], ci[key])
 
 
-def test_every_clause_a_program_can_exercise_is_in_enough_programs_of_the_default_run():
-    counts = run_stats().clause_programs
+@pytest.mark.parametrize("programs", [
+    lambda: run_profile_programs(COUNT, SIZE), lambda: clause_items_programs("ci")],
+    ids=["gradspec run", "ci profile clause items"])
+def test_every_clause_a_program_can_exercise_is_in_at_least_20_programs(programs):
+    """The per-clause minimum (conformance/campaign/coverage.py) of `gradspec run`'s default
+    campaign and of the pytest ci profile's clause items: their 300 programs, then the further
+    programs of the stream that exercise a clause still under 20."""
+    progs = programs()
+    counts = {c: sum(c in p.clauses() for p in progs) for c in eligible(
+        frozenset(ALL_CAPABILITIES))}
+    assert PER_CLAUSE == 20 and len(counts) > 100
+    low = {c: n for c, n in counts.items() if n < PER_CLAUSE}
+    assert not low, f"clauses in fewer than {PER_CLAUSE} programs of {len(progs)}: {low}"
+    assert COUNT < len(progs) <= COUNT + 200, len(progs)
+
+
+def test_the_clauses_counted_are_those_with_a_generator_recipe():
     spec = load_spec()
-    expected = [c for c in spec.clauses if not c.startswith("UNSPEC-") and c not in NOT_GENERATED]
-    low = {c: counts.get(c, 0) for c in expected if counts.get(c, 0) < RUN_FLOOR}
-    assert not low, f"clauses in fewer than {RUN_FLOOR} of {COUNT} programs: {low}"
+    counted = set(eligible(frozenset(ALL_CAPABILITIES)))
+    assert counted == {c.id for c in spec.active() if not c.id.startswith("UNSPEC-")
+                       and c.id not in NOT_GENERATED}
 
 
 @pytest.mark.parametrize("stats", [run_stats, ci_stats], ids=["run", "ci"])

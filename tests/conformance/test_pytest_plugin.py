@@ -220,8 +220,8 @@ def test_the_suite_has_one_item_per_clause_and_refimpl_passes_it(pytester, monke
     items = [ln for ln in r.stdout.lines if "::test_" in ln and "PASSED" in ln]
     assert len(items) == 1 and "test_clause[VER-7] PASSED" in items[0], r.stdout.str()[-3000:]
     r.assert_outcomes(passed=1)
-    assert "gradspec: engine refimpl vs oracle torch on cpu, profile ci, stream seed 0" in \
-        r.stdout.str()
+    assert "gradspec: engine refimpl vs oracle torch on cpu, profile ci, stream seed 0, at " \
+        "least 20 programs a clause" in r.stdout.str()
 
 
 def test_a_broken_engine_fails_the_item_of_the_clause_it_breaks(pytester, monkeypatch):
