@@ -25,6 +25,7 @@ from .ops import elementwise as _ew
 from .ops import inplace as _ip
 from .ops import linalg as _la
 from .ops import reduce as _red
+from .ops import split as _split
 from .ops import views as _views
 from .sizes import Size, device
 from .tensor import Tensor
@@ -60,9 +61,9 @@ sum, mean, matmul, addmm = _red.sum, _red.mean, _la.matmul, _la.addmm  # noqa: A
 mm = mv = dot = _la.matmul
 reshape, t, transpose = _views.reshape, _views.t, _views.transpose
 squeeze, unsqueeze, clone = _views.squeeze, _views.unsqueeze, _ip.clone
-narrow, select, split, chunk, unbind = (_views.narrow, _views.select, _views.split, _views.chunk,
-                                        _views.unbind)
-split_with_sizes = _views.split_with_sizes
+narrow, select = _views.narrow, _views.select
+split, chunk, unbind = _split.split, _split.chunk, _split.unbind
+split_with_sizes = _split.split_with_sizes
 floor, sign, round, where = _disc.floor, _disc.sign, _disc.round, _disc.where  # noqa: A001
 max, min, argmax, argmin = _red.reduce_max, _red.reduce_min, _red.argmax, _red.argmin  # noqa: A001
 nonzero = _disc.nonzero

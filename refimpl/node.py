@@ -141,14 +141,14 @@ class AccumulateGrad(Node):
 
 def _accumulate(node, grad):
     leaf = node.variable
-    if leaf._grad_fn is not None:  # an in-place op gave the leaf a history since
+    if leaf.grad_fn is not None:  # an in-place op gave the leaf (or a view's base) a history
         raise RuntimeError("leaf variable has been moved into the graph interior")
     if isinstance(leaf, grad.__class__):  # create_graph: the gradient is a tensor (DOUBLE-3);
         # isinstance, as the leaf may be a subclass of it (an nn.Parameter)
         if grad_mode.enabled[0] and leaf._requires_grad:
             _accumulate_recorded(leaf, grad)
             grad = None
-        else:  # a hook of the leaf turned grad mode off: as without create_graph
+        else:  # a hook of the leaf turned grad mode off: as without create_graph (DOUBLE-3)
             grad = grad._data
     if grad is None:  # only undefined gradients arrived: .grad stays, post hooks run (LEAF-10)
         pass
@@ -161,7 +161,8 @@ def _accumulate(node, grad):
     else:  # into the .grad's own memory, as torch without create_graph (LEAF-7, GRAD-4)
         g = leaf._grad
         be = g._be
-        if any(s == 0 and n > 1 for n, s in zip(g._data.shape, be.strides(g._data), strict=True)):
+        if g._data.size and any(s == 0 and n > 1
+                                for n, s in zip(g._data.shape, be.strides(g._data), strict=True)):
             raise errors.overlapping_write()  # an expanded .grad cannot be written (LEAF-12)
         g._data[...] = g._data + grad
         g._vc[0] += 1

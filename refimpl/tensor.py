@@ -150,8 +150,8 @@ class Tensor(ArraySurface):
 
     def detach_(self):
         """A leaf that does not require grad, its version unchanged (INPLACE-1, VER-2); refused
-        on a view outside inference mode, unless it is a view of an inference tensor (VIEW-8)."""
-        if self._base is not None and not _inference.value and self._vc is not NO_VERSION:
+        on a view outside inference mode; a view of an inference tensor is none (VIEW-8)."""
+        if self._base is not None and not _inference.value:
             raise errors.detach_view_inplace()
         self._grad_fn, self._requires_grad, self._output_nr = None, False, 0
         return self
@@ -322,6 +322,9 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
     chain of steps from it, and records `name` as its grad_fn when a requires grad."""
     out, node = record(step.fwd(a._data), a._be, name, _view_backward, (a,), step)
     out._vc = a._vc
+    if a._vc is NO_VERSION:  # of an inference tensor: an inference tensor, no view (VIEW-1)
+        out._view_no_grad = False
+        return out
     out._base = a._base if a._base is not None else a
     out._view_chain = (a._view_chain or ()) + (step,)
     out._view_version = a._vc[0]

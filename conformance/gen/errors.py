@@ -68,6 +68,11 @@ INEXPRESSIBLE: dict[str, str] = {
                     "no statement registers saved-tensor hooks"),
     # spec/view.md: no statement draws detach_() (NOT_GENERATED)
     "DETACH_VIEW_INPLACE": "no statement draws detach_()",
+    # spec/mode.md: a view taken under no_grad is never used after a write to its storage
+    "NO_GRAD_VIEW_BASE_INPLACE": "after a write the generator uses no view taken under no_grad "
+                                 "of the written storage (model/inplace.py, "
+                                 "hide_nograd_views), and a new move would change the draws "
+                                 "of the frozen vocabularies",
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

@@ -41,6 +41,8 @@ NOT_GENERATED: dict[str, str] = {
     "INPLACE-16": "writes through a view are tagged INPLACE-8 (model/inplace.py); the name "
                   "they give the base is compared as a node name",
     "MODE-10": "hooks are drawn only on tensors that require grad outside a no_grad view",
+    "MODE-11": "after a write no view taken under no_grad of the written storage is used "
+               "again (model/inplace.py, hide_nograd_views)",
     # vocabulary 5 draws create_graph on autograd.grad of a function of one leaf (gen/higher.py)
     # and on some tensor.backward calls (kinds/backward.py)
     "DOUBLE-4": "no observable reads the grad_fn of a .grad",

@@ -64,7 +64,7 @@ def _rebase(t: T, n: Node, setitem: bool) -> None:
 
 def hide_nograd_views(tensors: Iterable[T], storage: Storage) -> None:
     """After a write to `storage`: torch refuses to use a view taken under no_grad or in
-    inference mode of it (MODE-9, INFER-7), so none is used again."""
+    inference mode of it (MODE-11, INFER-7), so none is used again."""
     for v in tensors:
         if v.nograd_view and not v.hidden and v.storage is storage:
             v.hidden = True

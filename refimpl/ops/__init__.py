@@ -1,15 +1,15 @@
 """The op set, attached to Tensor as methods and Python operators (GRAPH-3, INPLACE-13).
 
 Families live in their own modules: elementwise, reduce, linalg, views (movement and indexing),
-inplace, discrete (zero-derivative ops, casts, where). Every in-place `_` variant is built from
-its out-of-place op by `inplace`.
+split (the views that come several at once), inplace, discrete (zero-derivative ops, casts,
+where). Every in-place `_` variant is built from its out-of-place op by `inplace`.
 """
 from __future__ import annotations
 
 import operator
 
 from ..tensor import Tensor
-from . import discrete, linalg, reduce, views
+from . import discrete, linalg, reduce, split, views
 from . import elementwise as ew
 from . import inplace as ip
 
@@ -22,8 +22,8 @@ _METHODS = {
     "view": views.view, "reshape": views.reshape, "t": views.t, "transpose": views.transpose,
     "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "expand": views.expand,
     "expand_as": views.expand_as, "narrow": views.narrow, "select": views.select,
-    "split": views.split, "split_with_sizes": views.split_with_sizes, "chunk": views.chunk,
-    "unbind": views.unbind, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
+    "split": split.split, "split_with_sizes": split.split_with_sizes, "chunk": split.chunk,
+    "unbind": split.unbind, "clone": ip.clone, "zero_": ip.zero_, "fill_": ip.fill_,
     "copy_": ip.copy_, "set_": ip.set_,
     "floor": discrete.floor, "sign": discrete.sign, "round": discrete.round,
     "max": reduce.reduce_max, "min": reduce.reduce_min, "argmax": reduce.argmax,

@@ -129,7 +129,7 @@ def write(t: Tensor, array, dtype, fill=False) -> None:
     if array is t._data:  # copy_ from the very same memory: nothing to write (as torch)
         return
     be = t._be
-    if not fill and any(s == 0 and n > 1
+    if not fill and t._data.size and any(s == 0 and n > 1
                         for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
         raise errors.overlapping_write()  # an expanded tensor (fill_ and zero_ may write it)
     if dtype is not t._dtype:

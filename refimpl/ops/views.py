@@ -1,24 +1,19 @@
 """Views and indexing (GRAPH-10, VER-4, VER-13, INPLACE-2, INPLACE-3, INPLACE-8, INPLACE-9),
-`narrow` and `select` (VIEW-5), and the multi-output views `split`, `chunk`, `unbind` (VIEW-6,
-VIEW-7, VIEW-9).
+and `narrow` and `select` (VIEW-5); the multi-output views are in split.py.
 
 Each view op is a ViewStep: fwd maps the input array to a view of it, bwd maps the view's
 gradient back to the input's shape. The same pair serves the op's node and, replayed from the
 root base, CopySlices and AsStridedBackward0 after an in-place op through a view.
 None of these save a tensor. Under create_graph a view's gradient is recorded as one node that
 maps it back with bwd, whose own gradient is fwd again (tensor.linear, DOUBLE-2).
-A multi-output view op records one node for all its outputs, output i arriving in its slot i
-(engine._deliver). Known limit, as for a custom Function with several outputs: tensor hooks,
-retain_grad and node hooks on that node raise NotImplementedError. `as_strided` is out of scope.
+`as_strided` is out of scope.
 """
 from __future__ import annotations
 
-from .. import errors, grad_mode
 from ..broadcast import sum_to
 from ..differentiable import math
 from ..factories import from_data
-from ..node import Node
-from ..tensor import Tensor, ViewStep, adjoint_name, linear, make_view, record
+from ..tensor import Tensor, ViewStep, make_view, record
 from .inplace import clone, copy_, fill_
 
 
@@ -188,11 +183,13 @@ def _slice(a, dim, s):                      # SliceBackward0
     return make_view(a, "SliceBackward0", _slice_step(a, dim, s))
 
 
-def _select_step(a, dim, i):
+def _select_step(a, dim, i, method=False):
     xp, shape = a._be.xp, a._data.shape
     size = shape[dim]
     if not -size <= i < size:
-        raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(shape)} at "
+                         f"dimension {dim}" if method else
+                         f"index {i} is out of bounds for dimension {dim} with size {size}")
     key = (slice(None),) * dim + (i % size, Ellipsis)
     return ViewStep(lambda x: x[key], lambda g: _zeros_with(xp, shape, g, key))
 
@@ -203,8 +200,12 @@ def _slice_step(a, dim, s):
     return ViewStep(lambda x: x[key], lambda g: _zeros_with(xp, shape, g, key))
 
 
-def _dim(a, dim):
+def _dim(a, dim, op=None):
     n = a._data.ndim
+    if n == 0:  # torch: "narrow() cannot be applied to a 0-dim tensor." (a RuntimeError)
+        raise (RuntimeError if op == "narrow" else IndexError)(
+            f"{op}() cannot be applied to a 0-dim tensor." if op else
+            f"Dimension specified as {dim} but tensor has no dimensions")
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
@@ -212,106 +213,23 @@ def _dim(a, dim):
 
 
 def narrow(a, dim, start, length):          # SliceBackward0: a[start:start + length] on dim
-    dim = _dim(a, dim)
+    dim = _dim(a, dim, "narrow")
     size = a._data.shape[dim]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
                          f"but got {start})")
     start = start % size if start < 0 else start
-    if length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}).")
     return _slice(a, dim, slice(start, start + length))
 
 
 def select(a, dim, index):                  # SelectBackward0: a[..., index] on dim
-    return _select(a, _dim(a, dim), index)
-
-
-# ======================= multi-output views (VIEW-6, VIEW-7) =======================
-
-class MultiViewNode(Node):
-    """The one node of a split, chunk or unbind call; info holds one ViewStep per output."""
-    __slots__ = ("n_outputs",)
-
-    def _refuse(self, *args):
-        raise NotImplementedError("refimpl: hooks and retain_grad on a split, chunk or unbind")
-
-    register_prehook = register_hook = _add_tensor_hooks = _refuse
-    _retains_grad = property(lambda self: None,
-                             lambda self, ref: None if ref is None else self._refuse())
-
-
-def _multi_backward(node, grads):
-    """Each output's gradient put back in its region of zeros, and summed; an output that got
-    none adds nothing. Under create_graph each placement is recorded (DOUBLE-2)."""
-    total, name = None, adjoint_name(node._name)
-    for step, g in zip(node.info, grads if node.n_outputs > 1 else (grads,), strict=True):
-        if g is not None:
-            g = linear(g, step.bwd, step.fwd, name, node._name) if g.__class__ is Tensor \
-                else step.bwd(g)
-            total = g if total is None else total + g
-    return (total,)
-
-
-def _multi(a, name, steps):
-    """Views of `a`, one per step, with one node: output i is its output i (GRAPH-4). Made
-    with grad mode on, none may be written in place while recording (VIEW-7)."""
-    outs = tuple(make_view(a, name, s) for s in steps)
-    first = outs[0]._grad_fn if outs else None
-    if first is not None:
-        node = MultiViewNode(name, _multi_backward, first.next_functions, first.in_meta, steps)
-        node.n_outputs = len(outs)
-        for i, o in enumerate(outs):
-            o._grad_fn, o._output_nr = node, i
-    for o in outs:
-        if o._view_no_grad != errors.INFERENCE_VIEW:
-            o._view_no_grad = errors.MULTI_OUTPUT_VIEW if grad_mode.enabled[0] else True
-    return outs
-
-
-def split(a, split_size_or_sections, dim=0):
-    """SplitBackward0 for an int (pieces of that size, the last one smaller), else
-    SplitWithSizesBackward0 (pieces of the sizes listed, which must add up to the dim)."""
-    if a._data.ndim == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    dim = _dim(a, dim)
-    size = a._data.shape[dim]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step < 0 or (step == 0 and size):
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
-                               f"dimension size of {size}")
-        sizes = [min(step, size - s) for s in range(0, size, step)] if step else [0]
-        name = "SplitBackward0"
-    else:
-        sizes, name = list(split_size_or_sections), "SplitWithSizesBackward0"
-        if sum(sizes) != size or any(n < 0 for n in sizes):
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                               f"(input tensor's size at dimension {dim}), but got "
-                               f"split_sizes={sizes}")
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return _multi(a, name, [_slice_step(a, dim, slice(s, s + sizes[i]))
-                            for i, s in enumerate(starts)])
-
-
-def split_with_sizes(a, split_sizes, dim=0):
-    return split(a, list(split_sizes), dim)
-
-
-def chunk(a, chunks, dim=0):                # SplitBackward0, pieces of ceil(size / chunks)
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if a._data.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    size = a._data.shape[_dim(a, dim)]
-    return split(a, (size + chunks - 1) // chunks if size else [0] * chunks, dim)
-
-
-def unbind(a, dim=0):                       # UnbindBackward0, one select per index
-    dim = _dim(a, dim)
-    return _multi(a, "UnbindBackward0",
-                  [_select_step(a, dim, i) for i in range(a._data.shape[dim])])
+    dim = _dim(a, dim, "select")
+    return make_view(a, "SelectBackward0", _select_step(a, dim, index, method=True))
 
 
 def setitem(a, key, value):

@@ -1,8 +1,10 @@
 """Differential tests for the `.grad` tensor: GRAD-1 to GRAD-7 (spec/grad.md), and UNSPEC-16.
 
 What spec/unspecified.md leaves open is never logged: the `_version` of a `.grad` (UNSPEC-3),
-strides in dimensions of size 1 (UNSPEC-16), and what a tensor the program supplied as a
-gradient holds once it was written. `stride()` is logged only for dimensions of size other than 1.
+strides in dimensions of size 1 (UNSPEC-16), and, once one of them was written, what a tensor
+the program supplied as a gradient, a hook argument or another leaf's `.grad` holds (a first
+`.grad` may share their memory, UNSPEC-16, pytorch/pytorch#34082). `stride()` is logged only
+for dimensions of size other than 1.
 A backward with `create_graph=True` warns CREATE_GRAPH_CYCLE once a process (DOUBLE-8), so such
 calls go through `_graphed`, which silences it on both engines alike.
 """
@@ -71,18 +73,18 @@ def test_writing_the_first_grad_reaches_no_other_tensor(differential, dtype, sha
         y = x + w                       # AddBackward0 sends one gradient to both leaves
         e = y.exp()
         (e * 1 + x.sin()).sum().backward()
-        versions = [x._version, w._version, e._version]
-        x.grad.add_(100.0)
-        w.grad.mul_(-1.0)
         log("grads", [x.grad, w.grad])
+        versions = [x._version, w._version, y._version, e._version]
+        x.grad.add_(100.0)              # whether w.grad sees it is open (UNSPEC-16)
+        log("x.grad", x.grad)
         log("leaves and forward values", [x, w, y, e])
-        log("versions unchanged", [x._version, w._version, e._version] == versions)
+        log("versions unchanged", [x._version, w._version, y._version, e._version] == versions)
     differential(prog)
 
 
 @pytest.mark.clause("GRAD-1")
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_first_grad_shares_nothing_with_a_hook_argument_or_a_retained_grad(differential, dtype):
+def test_first_grad_shares_nothing_with_a_retained_grad(differential, dtype):
     def prog(torch, log):
         a = _leaf(torch, dtype, (2, 3)).requires_grad_()
         seen = []
@@ -92,10 +94,47 @@ def test_first_grad_shares_nothing_with_a_hook_argument_or_a_retained_grad(diffe
         k = h * 3
         k.retain_grad()
         k.sum().backward()
+        log("hook argument", seen[0])   # what it reads after a.grad is written: UNSPEC-16
         a.grad.zero_()
-        log("hook argument", seen[0])
         log("retained", [h.grad, k.grad])
         log("a.grad", a.grad)
+    differential(prog)
+
+
+VIEWS = {  # a view op on each of two leaves, whose one gradient reaches both (UNSPEC-16)
+    "view": ((2, 3), lambda t: t.view(6)),
+    "reshape": ((2, 3), lambda t: t.reshape(3, 2)),
+    "unsqueeze": ((3,), lambda t: t.unsqueeze(0)),
+    "squeeze": ((1, 3), lambda t: t.squeeze(0)),
+    "0-d view": ((), lambda t: t.view(1)),
+}
+
+
+@pytest.mark.clause("GRAD-1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(VIEWS))
+def test_first_grads_through_view_ops_leave_forward_values_and_retained_grads_alone(
+        differential, dtype, op):
+    def prog(torch, log):
+        shape, view = VIEWS[op]
+        x = _leaf(torch, dtype, shape).requires_grad_()
+        w = _leaf(torch, dtype, shape, 0.25).requires_grad_()
+        xv, wv = view(x), view(w)
+        xv.retain_grad()
+        y = xv + wv
+        y.retain_grad()
+        e = y.exp()
+        ((e + xv.sin()) * 2 + wv).sum().backward()
+        log("first grads", [x.grad, w.grad])
+        forward = [x, w, xv, wv, y, e]
+        values = [t.tolist() for t in forward]
+        retained = [xv.grad.tolist(), y.grad.tolist()]
+        versions = [t._version for t in forward]
+        x.grad.add_(100.0)
+        w.grad.mul_(-3.0)
+        log("forward values unchanged", [t.tolist() for t in forward] == values)
+        log("retained unchanged", [xv.grad.tolist(), y.grad.tolist()] == retained)
+        log("versions unchanged", [t._version for t in forward] == versions)
     differential(prog)
 
 
@@ -320,6 +359,49 @@ def test_accumulation_is_seen_by_the_saved_value_check(differential, dtype, save
 
 @pytest.mark.clause("GRAD-4")
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("saved", ["grad.data", "grad.detach()", "assigned g, saved g.data",
+                                   "assigned g.data, saved g"])
+def test_a_tensor_sharing_only_the_grads_memory_is_not_version_checked(differential, dtype,
+                                                                        saved):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+        w = torch.tensor([3.0, 4.0], dtype=dt, requires_grad=True)
+        if saved.startswith("assigned"):
+            g = torch.zeros(2, dtype=dt)
+            x.grad = g if saved == "assigned g, saved g.data" else g.data
+            t = g.data if saved == "assigned g, saved g.data" else g
+        else:
+            (x * 2).sum().backward()
+            t = x.grad.data if saved == "grad.data" else x.grad.detach()
+        loss = (w * t).sum()
+        (x * 3).sum().backward()              # writes into x.grad's memory (GRAD-4)
+        log.attempt("backward through the saved tensor", lambda: loss.backward())
+        log("saved tensor reads the sum", t)
+        if saved != "grad.detach()":           # w.grad after a raising backward: UNSPEC-1
+            log("w.grad from the written values", w.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("GRAD-4")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grads_assigned_overlapping_views_of_one_buffer_get_both_additions(differential, dtype):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        buf = torch.zeros(4, dtype=dt)
+        x = torch.tensor([1.0, 2.0, -1.0], dtype=dt, requires_grad=True)
+        w = torch.tensor([[3.0, 4.0], [0.5, -2.0]], dtype=dt, requires_grad=True)
+        x.grad = buf[0:3]
+        w.grad = buf.view(2, 2)
+        ((x * 2).sum() + (w * w).sum()).backward()        # both .grads are views of buf
+        log("after both leaves", [buf, x.grad, w.grad])
+        (x * 2 + x.exp()).sum().backward()                 # x alone
+        log("after x alone", [buf, x.grad, w.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("GRAD-4")
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_accumulation_keeps_a_grad_of_another_dtype(differential, dtype):
     def prog(torch, log):
         other = torch.float64 if dtype == "float32" else torch.float32
@@ -330,6 +412,37 @@ def test_accumulation_keeps_a_grad_of_another_dtype(differential, dtype):
         (x * x).sum().backward()
         (x * torch.ones(3, dtype=other)).sum().backward()   # arrives in the other dtype
         log("kept", [x.grad is g, _dt(x.grad.dtype), x.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("DOUBLE-3")
+@pytest.mark.clause("GRAD-4")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hook", ["leaf hook", "AccumulateGrad pre-hook"])
+@pytest.mark.parametrize("first", [True, False], ids=["first grad", "grad set"])
+def test_a_hook_turning_grad_mode_off_makes_a_create_graph_pass_accumulate_in_place(
+        differential, dtype, hook, first):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=dt, requires_grad=True)
+        if not first:
+            (x * 2).sum().backward()
+        g = x.grad
+
+        def off(*args):
+            torch.set_grad_enabled(False)
+        y = (x * x).sum()
+        if hook == "leaf hook":
+            x.register_hook(off)
+        else:
+            (x * 1).grad_fn.next_functions[0][0].register_prehook(off)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y.backward(create_graph=True)
+        log("same tensor", None if g is None else x.grad is g)
+        log("flags", [x.grad.requires_grad, x.grad.grad_fn is None, x.grad.is_leaf])
+        log("values", [x.grad, g])
+        log("grad mode after", torch.is_grad_enabled())
     differential(prog)
 
 
@@ -499,4 +612,51 @@ def test_values_around_unspecified_grad_memory_agree(differential, dtype):
         for i in range(2):
             y.sum().backward(retain_graph=True)
             log(f"retained after pass {i}", y.grad)     # identity left open
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-16")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(VIEWS))
+def test_values_around_grads_that_may_share_memory_through_view_ops(differential, dtype, op):
+    def prog(torch, log):
+        shape, view = VIEWS[op]
+        x = _leaf(torch, dtype, shape).requires_grad_()
+        w = _leaf(torch, dtype, shape, 0.25).requires_grad_()
+        u = _leaf(torch, dtype, shape, -1.0).requires_grad_()
+        kept = []
+        xv = view(x)
+        xv.register_hook(lambda g: kept.append(g))   # a.grad may be a view of it
+        y = ((xv + view(w)) * 2 + view(u) * view(u)).sum()
+        y.backward(retain_graph=True)
+        log("first grads", [x.grad, w.grad, u.grad])
+        log("kept hook argument before any write", kept[0])
+        y.backward()          # x.grad and w.grad may share memory: their sums are open now
+        log("a grad that shares nothing", u.grad)
+        log("leaves", [x, w, u])
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-16")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hook", ["leaf hook", "AccumulateGrad pre-hook"])
+@pytest.mark.parametrize("first", [True, False], ids=["first grad", "grad set"])
+def test_values_when_a_hook_turns_grad_mode_on_for_the_accumulator(differential, dtype, hook,
+                                                                    first):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.tensor([1.0, -2.0, 0.5], dtype=dt, requires_grad=True)
+        if not first:
+            (x * 2).sum().backward()
+
+        def on(*args):
+            torch.set_grad_enabled(True)
+        y = (x * x).sum()
+        if hook == "leaf hook":
+            x.register_hook(on)
+        else:
+            (x * 1).grad_fn.next_functions[0][0].register_prehook(on)
+        y.backward()          # whether x.grad is the tensor it held, and its flags: open
+        log("x.grad", x.grad)
+        log("grad mode after", torch.is_grad_enabled())
     differential(prog)

@@ -98,6 +98,23 @@ def test_next_functions_order_and_arity(differential):
     differential(prog)
 
 
+@pytest.mark.clause("GRAPH-4")
+@pytest.mark.clause("VIEW-9")
+@pytest.mark.parametrize("op", ("unbind", "unbind dim 1", "split", "chunk", "split sizes"))
+def test_the_output_number_of_an_operand_from_a_multi_output_op(differential, op):
+    def prog(torch, log):
+        x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64,
+                         requires_grad=True)
+        pieces = {"unbind": lambda: x.unbind(), "unbind dim 1": lambda: x.unbind(1),
+                  "split": lambda: x.split(1, 1), "chunk": lambda: x.chunk(3, -1),
+                  "split sizes": lambda: x.split([1, 1, 1], 1)}[op]()
+        last, first = pieces[-1], pieces[0]
+        for label, t in (("last * first", last * first), ("first + last", first + last),
+                         ("last * last", last * last), ("a view of last", last[0:1] * first[0:1])):
+            log(label, [(None if n is None else n.name(), i) for n, i in t.grad_fn.next_functions])
+    differential(prog)
+
+
 @pytest.mark.clause("GRAPH-5")
 def test_accumulate_grad_nodes_for_leaves(differential):
     def prog(torch, log):

@@ -469,6 +469,39 @@ def test_all_mode_removed_halfway_through_a_pass_is_not_called(differential):
 
 
 @pytest.mark.clause("HOOK-19")
+@pytest.mark.clause("HOOK-6")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("remover", ["a after it", "x before it", "x after it", "w"])
+def test_all_mode_removed_after_some_of_its_hooks_ran(differential, dtype, remover):
+    """Removed by a hook of a (whose inner hook already ran: x's is not called, nor fn), by a
+    hook of x registered before or after the inner hook of x (x's set is being called: both
+    run, fn is called), or by w's hook (w's node runs before or after the others)."""
+    def prog(torch, log):
+        x, w, a, b, c = _chain(torch, dtype, (2,))
+        calls, handles = [], {}
+
+        def remove(name):
+            return lambda g: calls.append(name + " removes") or handles["m"].remove()
+        if remover == "x before it":
+            x.register_hook(remove("x"))
+        handles["m"] = torch.autograd.graph.register_multi_grad_hook((a, x, w),
+                                                                     _grads_logger(calls))
+        if remover == "a after it":
+            a.register_hook(remove("a"))
+        elif remover == "x after it":
+            x.register_hook(remove("x"))
+        elif remover == "w":
+            w.register_hook(remove("w"))
+        y = b.sum()
+        y.backward(retain_graph=True)
+        calls.append("|")
+        y.backward()
+        log("calls", calls)
+        log("grads", [x.grad, w.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("HOOK-19")
 @pytest.mark.clause("HOOK-17")
 def test_all_mode_with_a_tensor_twice_and_an_undefined_gradient(differential):
     def prog(torch, log):

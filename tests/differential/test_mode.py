@@ -1,4 +1,4 @@
-"""Differential tests for grad modes: MODE-1 to MODE-9 (spec/mode.md).
+"""Differential tests for grad modes: MODE-1 to MODE-11 (spec/mode.md).
 
 Grad mode is global to the thread, so every program that changes it restores it in `finally`:
 a failing engine must not leave later tests running with recording off.
@@ -246,4 +246,116 @@ def test_a_gradient_summed_to_a_0d_input_is_no_view(differential):
         log("a gradient summed to shape (2,) is a view", [gr, gr._base is not None])
         log.attempt("and may not take a value that requires grad",
                     lambda: gr.__setitem__(0, r[0]))
+    differential(prog)
+
+
+# ======================= MODE-11 =======================
+
+def _nograd_view_after_write(torch, log, dtype, base_kind, written, write_mode):
+    """A view taken under no_grad, and a view of it taken with grad mode on, then a write of a
+    value that requires grad (refused where MODE-9 or INPLACE-1/2 refuse it)."""
+    dt = getattr(torch, dtype)
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=dt, requires_grad=True)
+    s = torch.tensor(0.5, dtype=dt, requires_grad=True)
+    base = {"leaf": x, "non-leaf": x * 2, "no grad": torch.zeros(2, 3, dtype=dt)}[base_kind]
+    with torch.no_grad():
+        v = base.t()[1]
+    vv = v[0:1]
+    target = {"the base": base, "another view": base[0], "the view": v}[written]
+    try:
+        torch.set_grad_enabled(write_mode == "grad")
+        log.attempt("write", lambda: target.add_(s))
+    finally:
+        torch.set_grad_enabled(True)
+    return base, v, vv
+
+
+@pytest.mark.clause("MODE-11")
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("base_kind", ("leaf", "non-leaf", "no grad"))
+@pytest.mark.parametrize("written", ("the base", "another view", "the view"))
+@pytest.mark.parametrize("write_mode", ("no_grad", "grad"))
+def test_a_no_grad_view_refuses_its_history_after_a_write(differential, dtype, base_kind,
+                                                          written, write_mode):
+    def prog(torch, log):
+        base, v, vv = _nograd_view_after_write(torch, log, dtype, base_kind, written,
+                                               write_mode)
+        log("base", [base, base.requires_grad])
+        for name, t in (("view", v), ("view of it", vv)):
+            log(name + " requires_grad", t.requires_grad)
+            log.attempt(name + " grad_fn", lambda t=t: t.grad_fn)
+            log.attempt(name + " is_leaf", lambda t=t: t.is_leaf)
+            log.attempt(name + " in an op", lambda t=t: t * 2)
+            log.attempt(name + " in a view op", lambda t=t: t[0:1])
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-11")
+@pytest.mark.parametrize("base_kind", ("leaf", "non-leaf"))
+def test_a_refused_no_grad_view_keeps_its_values(differential, base_kind):
+    def prog(torch, log):
+        base, v, vv = _nograd_view_after_write(torch, log, "float64", base_kind,
+                                               "another view", "no_grad")
+        log("values", [v, vv])
+        log("detach", [v.detach() * 3, vv.detach().requires_grad])
+        try:
+            with torch.no_grad():
+                log("an op under no_grad", [v * 3, (v * 3).requires_grad])
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-11")
+@pytest.mark.parametrize("base_kind", ("non-leaf", "no grad"))
+def test_a_pass_reaching_the_accumulator_of_a_refused_view_raises(differential, base_kind):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        base = x * 1 if base_kind == "non-leaf" else torch.zeros(3)
+        with torch.no_grad():
+            v = base[1:]
+        v.requires_grad_()                  # a leaf of its own (MODE-10)
+        s = (v * torch.tensor([2.0, 3.0])).sum()
+        other = (x * 4).sum()
+        base[0:1].copy_(x[0:1] * 5)
+        log.attempt("a pass through the view's accumulator", lambda: s.backward())
+        log("v.grad", v.grad)
+        other.backward()
+        log("x.grad through another graph", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-11")
+def test_a_no_grad_view_of_a_base_without_grad_is_not_refused(differential):
+    def prog(torch, log):
+        buf = torch.zeros(2, 2)
+        with torch.no_grad():
+            v = buf[1]
+        buf.mul_(2.0)
+        buf[0].add_(1.0)
+        log("base", [buf, buf.requires_grad])
+        log("view", [v.grad_fn is None, v.is_leaf, v.requires_grad, v * 2])
+    differential(prog)
+
+
+@pytest.mark.clause("MODE-11")
+@pytest.mark.parametrize("base_kind", ("leaf", "non-leaf", "no grad"))
+@pytest.mark.parametrize("chain", ("slice", "t then select"))
+def test_a_view_of_a_no_grad_view_is_written_as_one(differential, base_kind, chain):
+    def prog(torch, log):
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        base = {"leaf": x, "non-leaf": x * 2, "no grad": torch.zeros(2, 2)}[base_kind]
+        with torch.no_grad():
+            v = base[1]
+        vv = v[0:1] if chain == "slice" else v.unsqueeze(0).t()[0]
+        s = torch.tensor([0.5], requires_grad=True)
+        log("view of it", [vv.requires_grad, vv.grad_fn is None])
+        log.attempt("mul_ by a number", lambda: vv.mul_(2.0))
+        log.attempt("add_ of a tensor that requires grad", lambda: vv.add_(s))
+        try:
+            with torch.no_grad():
+                log.attempt("add_ under no_grad", lambda: vv.add_(s))
+        finally:
+            torch.set_grad_enabled(True)
+        log("base", [base, base.requires_grad])
     differential(prog)

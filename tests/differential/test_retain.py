@@ -75,6 +75,29 @@ def test_retained_grad_accumulates_and_resets(differential):
     differential(prog)
 
 
+@pytest.mark.clause("RETAIN-4")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_retained_grad_reads_the_sum_after_each_pass_an_assigned_one_included(differential,
+                                                                             dtype, shape):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = (torch.ones(shape, dtype=dt) * 0.5).requires_grad_()
+        y = x.exp()
+        y.retain_grad()
+        z = (y * y).sum()
+        z.backward(retain_graph=True)
+        log("after backward", y.grad)   # a tensor read now may not see the sums (UNSPEC-16)
+        torch.autograd.grad(z, x, retain_graph=True)
+        log("after autograd.grad", y.grad)
+        z.backward(inputs=[y], retain_graph=True)
+        log("after backward(inputs=[y])", y.grad)
+        y.grad = torch.full(shape, 10.0, dtype=dt)
+        z.backward(retain_graph=True)
+        log("onto an assigned tensor", [y.grad, str(y.grad.dtype), tuple(y.grad.shape)])
+    differential(prog)
+
+
 @pytest.mark.clause("RETAIN-5")
 def test_retained_grad_sees_hooks_registered_before_and_after(differential):
     def prog(torch, log):

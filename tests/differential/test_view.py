@@ -152,6 +152,47 @@ def test_a_write_through_a_view_of_a_view_of_a_leaf_raises(differential, write):
     differential(prog)
 
 
+@pytest.mark.clause("VIEW-2")
+@pytest.mark.parametrize("write", WRITES)
+def test_a_write_under_no_grad_through_a_view_of_a_view_of_a_leaf_is_allowed(differential,
+                                                                            write):
+    def prog(torch, log):
+        for name in WRITABLE:
+            x = _leaf(torch, "float64")
+            v = CHAINS[name](x)
+            w = _operand(torch, v)
+            try:
+                with torch.no_grad():
+                    log.attempt(name, lambda v=v, w=w: WRITES[write](v, w))
+            finally:
+                _clean(torch)
+            log(name + " leaf", [x, x.is_leaf, x.grad_fn is None, x.requires_grad])
+    differential(prog)
+
+
+@pytest.mark.clause("VIEW-2")
+@pytest.mark.parametrize("chain", ("split then select", "unbind then slice", "no_grad view"))
+@pytest.mark.parametrize("leaf", (True, False))
+def test_a_write_through_a_chain_with_a_piece_or_a_no_grad_view_raises(differential, chain,
+                                                                      leaf):
+    def prog(torch, log):
+        x = _leaf(torch, "float32")
+        y = x if leaf else x * 2
+        if chain == "no_grad view":
+            try:
+                with torch.no_grad():
+                    first = y.t()
+            finally:
+                _clean(torch)
+            v = first[1][0:1]
+        else:
+            v = CHAINS[chain](y)
+        log.attempt("mul_", lambda: v.mul_(2.0))
+        log.attempt("setitem", lambda: v.__setitem__(..., 3.0))
+        log("base", [y, y._version == x._version])
+    differential(prog)
+
+
 # ======================= VIEW-3 =======================
 
 @pytest.mark.clause("VIEW-3")
@@ -259,6 +300,31 @@ def test_an_op_that_saved_an_earlier_view_raises_after_any_write(differential, s
         (y[1:3] if overlap else y[0:2]).mul_(10.0)
         log.attempt("backward", lambda: out.backward())
         log("x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("VIEW-3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("write", ("copy_", "setitem", "add_ of a tensor"))
+def test_a_view_that_was_a_leaf_is_moved_into_the_graph_by_a_write(differential, dtype, write):
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        w = torch.tensor([[2.0, 3.0], [4.0, 5.0]], dtype=dt, requires_grad=True)
+        buf = torch.zeros(2, 2, dtype=dt)
+        v = buf[:, 1]
+        v.requires_grad_()
+        s = (v * torch.tensor([10.0, 100.0], dtype=dt)).sum()
+        log("before", [v.requires_grad, v.is_leaf])
+        if write == "copy_":
+            buf.copy_(w * 1)
+        elif write == "setitem":
+            buf[0] = w[0]
+        else:
+            buf.add_(w)
+        log("after", [v, v.requires_grad, v.is_leaf])
+        log.attempt("a pass to the old accumulator", lambda: s.backward())
+        (v * 3).sum().backward()
+        log("w.grad through the view", w.grad)
     differential(prog)
 
 
@@ -478,6 +544,30 @@ def test_the_pieces_of_a_tensor_that_does_not_require_grad(differential):
     differential(prog)
 
 
+@pytest.mark.clause("VIEW-6")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", (((0,), 0), ((2, 0), 1), ((2, 0), -2), ((0, 3), 0)))
+def test_the_pieces_of_an_empty_dimension(differential, dtype, shape, dim):
+    def prog(torch, log):
+        x = torch.zeros(shape, dtype=getattr(torch, dtype), requires_grad=True)
+        y = x + 0
+        ops = {"split 1": lambda: y.split(1, dim), "split 3": lambda: y.split(3, dim),
+               "split 0": lambda: y.split(0, dim), "chunk 1": lambda: y.chunk(1, dim),
+               "chunk 3": lambda: y.chunk(3, dim), "unbind": lambda: y.unbind(dim)}
+        for label, op in ops.items():
+            pieces = log.attempt(label, op)
+            if pieces is None:
+                continue
+            log(label + " shapes", [list(p.shape) for p in pieces])
+            log(label + " flags", [[p._base is y, p.is_leaf, p.requires_grad] for p in pieces])
+            if pieces:
+                loss = sum((p + p).sum() for p in pieces)
+                loss.backward()
+                loss.backward()
+                log(label + " x.grad", [x.grad, list(x.grad.shape)])
+    differential(prog)
+
+
 # ======================= VIEW-7 =======================
 
 @pytest.mark.clause("VIEW-7")
@@ -586,6 +676,45 @@ def test_pieces_taken_in_other_modes_are_the_views_of_those_modes(differential, 
     differential(prog)
 
 
+@pytest.mark.clause("VIEW-7")
+@pytest.mark.parametrize("op", ("split 1", "chunk 2 dim 1", "unbind", "split sizes"))
+@pytest.mark.parametrize("written", ("another piece", "the base", "another view of the base"))
+def test_an_unrecorded_piece_refuses_its_history_once_its_base_has_one(differential, op,
+                                                                       written):
+    def prog(torch, log):
+        buf = torch.zeros(2, 3)
+        pieces = MULTI[op](buf)
+        piece = pieces[0]
+        log("before", [piece.requires_grad, piece.is_leaf])
+        w = torch.full((3,), 2.0, requires_grad=True)
+        target = {"another piece": pieces[-1], "the base": buf,
+                  "another view of the base": buf[1]}[written]
+        if written == "another piece":
+            log.attempt("write the piece", lambda: target.copy_(w[:target.shape[-1]]
+                                                                .expand(target.shape)))
+            buf[1].copy_(w)
+        else:
+            target.add_(w)
+        log("base", [buf, buf.requires_grad, buf.is_leaf])
+        log("requires_grad", piece.requires_grad)
+        log.attempt("grad_fn", lambda: piece.grad_fn)
+        log.attempt("is_leaf", lambda: piece.is_leaf)
+        log.attempt("an op", lambda: piece * 2)
+        log("detach", piece.detach() * 2)
+    differential(prog)
+
+
+@pytest.mark.clause("VIEW-7")
+def test_the_pieces_of_an_empty_dimension_are_written_without_grad(differential):
+    def prog(torch, log):
+        buf = torch.zeros(2, 0)
+        pieces = buf.chunk(2, 1)
+        log.attempt("add_", lambda: pieces[0].add_(1.0))
+        log.attempt("setitem", lambda: pieces[1].__setitem__(..., 2.0))
+        log("buf", [buf, list(buf.shape), buf.requires_grad])
+    differential(prog)
+
+
 # ======================= VIEW-8 =======================
 
 @pytest.mark.clause("VIEW-8")
@@ -646,6 +775,24 @@ def test_detach__on_a_tensor_that_is_not_a_view(differential, kind):
     differential(prog)
 
 
+@pytest.mark.clause("VIEW-8")
+@pytest.mark.parametrize("chain", ("select then slice", "t then select", "narrow then select",
+                                   "split then select", "unbind then slice", "expand"))
+def test_views_of_inference_tensors_are_no_views(differential, chain):
+    def prog(torch, log):
+        try:
+            with torch.inference_mode():
+                i = torch.ones(2, 3)
+                inside = CHAINS[chain](i)
+                log("inside", [inside._base is None, inside.is_inference()])
+        finally:
+            _clean(torch)
+        outside = CHAINS[chain](i)
+        log("outside", [outside._base is None, outside.is_inference(), outside.is_leaf])
+        log.attempt("detach_ outside", lambda: outside.detach_())
+    differential(prog)
+
+
 # ======================= VIEW-9 =======================
 
 @pytest.mark.clause("VIEW-9")
@@ -694,4 +841,27 @@ def test_the_edges_of_copy_slices(differential, write):
         y[0:1].fill_(2.0)
         log("after a second write", [None if n is None else n.name()
                                      for n, i in y.grad_fn.next_functions])
+    differential(prog)
+
+
+@pytest.mark.clause("VIEW-9")
+def test_chunk_of_an_empty_dimension_is_split_with_sizes(differential):
+    def prog(torch, log):
+        x = torch.zeros(2, 0, requires_grad=True)
+        log("chunk", [p.grad_fn.name() for p in x.chunk(3, 1)])
+        log("split", [p.grad_fn.name() for p in x.split(2, 1)])
+        log("chunk of a non-empty dimension", [p.grad_fn.name() for p in x.chunk(2, 0)])
+    differential(prog)
+
+
+@pytest.mark.clause("VIEW-9")
+@pytest.mark.parametrize("write", ("mul_ by a tensor", "copy_", "setitem"))
+def test_copy_slices_of_a_base_without_a_grad_fn(differential, write):
+    def prog(torch, log):
+        buf = torch.zeros(4)
+        v = buf[1:3]
+        w = _operand(torch, v)
+        WRITES[write](v, w)
+        log("base", [buf.grad_fn.name(), [(None if n is None else n.name(), i)
+                                          for n, i in buf.grad_fn.next_functions]])
     differential(prog)
