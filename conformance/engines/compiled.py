@@ -23,6 +23,9 @@ is built; no name, label or other text of a program reaches it (its parameters a
 Statements that only touch autograd state stay eager: leaf creation, detach, .data,
 requires_grad_, retain_grad, hook registration and removal, grad modes (entered eagerly;
 the compiled op inherits the mode as dynamo guards on it), .grad assignment, observations.
+One exception: a `.data` alias written together with the tensor it is of is not passed to the
+region beside that tensor (AOTAutograd refuses two such inputs); the region takes `.data`
+itself (`_written`, docs/findings.md C5).
 
 Backward. `backward` and `autograd.grad` run under compiled autograd
 (torch._dynamo.compiled_autograd._enable(torch.compile(backend="aot_eager"))), so the backward
@@ -64,6 +67,8 @@ def _index_src(index: tuple[Any, ...]) -> str:
 # literals (conformance/lang/ops.py, `literal`). A value from a program file that is not one
 # of those never reaches `exec`: region_source refuses the text first.
 _METHODS = frozenset(r.method for r in ops.OPS)
+_ATTRIBUTES = _METHODS | {"data"}      # `.data`, taken inside a region that writes it (C5)
+_LOCALS = ("d",)                        # the one local a region may bind: `d = a.data`
 _KEYWORDS = frozenset(k for r in ops.OPS for k in r.kw) | {"keepdim"}
 _NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign,
           ast.AugAssign, ast.Name, ast.Load, ast.Store, ast.Attribute, ast.Call, ast.keyword,
@@ -88,9 +93,9 @@ def region_source(src: str, params: list[str]) -> str:
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
             refuse(type(node).__name__)
-        if isinstance(node, ast.Name) and node.id not in params:
+        if isinstance(node, ast.Name) and node.id not in params and node.id not in _LOCALS:
             refuse(f"the name {node.id!r}")
-        if isinstance(node, ast.Attribute) and node.attr not in _METHODS:
+        if isinstance(node, ast.Attribute) and node.attr not in _ATTRIBUTES:
             refuse(f"the attribute {node.attr!r}")
         if isinstance(node, ast.keyword) and node.arg not in _KEYWORDS:
             refuse(f"the keyword {node.arg!r}")
@@ -136,6 +141,8 @@ class CompiledTorch(TorchLike):
         cfg.fail_on_recompile_limit_hit = True
         self._fns: dict[str, Any] = {}
         self._compiled = 0          # functions compiled since the last reset
+        from torch.utils.weak import WeakIdKeyDictionary
+        self._data_of: Any = WeakIdKeyDictionary()     # a `.data` alias -> the tensor it is of
 
     # ---- compiled regions -----------------------------------------------------------------
     def reset(self) -> None:
@@ -185,16 +192,59 @@ class CompiledTorch(TorchLike):
 
     def inplace(self, target, fn, args, kw):
         row = ops.lookup("inplace", fn)
-        names, tensors = self._operands(list(args))
-        params = ["a"] + [f"t{i}" for i in range(len(tensors))]
-        src = ops.source(row, ["a", *names], kw)
-        body = [src, "return a"] if row.augmented else [f"return {src}"]
-        return self._run(params, body, target, *tensors)
+        params, inputs, first, t, names = self._written(target, list(args))
+        src = ops.source(row, [t, *names], kw)
+        body = [*first, src, f"return {t}"] if row.augmented else [*first, f"return {src}"]
+        out = self._run(params, body, *inputs)
+        if first:               # the name is bound to the region's own `.data` of the tensor
+            self._data_of[out] = self._data_of[target]
+        return out
 
     def setitem(self, target, index, value):
-        names, tensors = self._operands([value])
-        params = ["a"] + [f"t{i}" for i in range(len(tensors))]
-        self._run(params, [f"a[{_index_src(index)}] = {names[0]}"], target, *tensors)
+        params, inputs, first, t, names = self._written(target, [value])
+        self._run(params, [*first, f"{t}[{_index_src(index)}] = {names[0]}"], *inputs)
+
+    def _written(self, target: Any, args: list[Any]
+                 ) -> tuple[list[str], list[Any], list[str], str, list[str]]:
+        """The pieces of a region that writes `target` with operands `args`: its parameters,
+        its inputs, the lines before the op, the target's text and the operands' texts.
+
+        Without `.data` aliases that is parameters a, t0, t1, ... for target and tensor
+        operands. A `.data` alias (made by `data`, nothing recorded on it since) that shares
+        memory with another operand is not passed as an input of its own: AOTAutograd refuses a
+        region that mutates one of two inputs sharing memory that are not differentiable views
+        of each other ("does not yet handle non-differentiable view input mutations"), a case
+        made only by passing the alias in from outside. The region takes `.data` of the tensor
+        the alias is of instead, as a user who writes `d = x.data; d.copy_(x)` in a compiled
+        function does, and the name is bound to the `d` the region returns (docs/findings.md,
+        C5)."""
+        names, tensors = self._operands(args)
+        operands = [target, *tensors]
+        alias = [self._data_of.get(t) is not None and t.grad_fn is None and not t.requires_grad
+                 and any(u is not t and _shares_memory(u, t) for u in operands)
+                 for t in operands]
+        if not any(alias):
+            return ["a"] + [f"t{i}" for i in range(len(tensors))], operands, [], "a", names
+        inputs: list[Any] = []
+        texts: list[str] = []
+        for t, of in zip(operands, alias, strict=True):
+            t = self._data_of[t] if of else t
+            at = next((i for i, u in enumerate(inputs) if u is t), None)
+            if at is None:
+                at = len(inputs)
+                inputs.append(t)
+            texts.append(("a" if at == 0 else f"t{at - 1}") + (".data" if of else ""))
+        params = ["a"] + [f"t{i}" for i in range(len(inputs) - 1)]
+        rename = {f"t{i}": text for i, text in enumerate(texts[1:])}
+        first = [f"d = {texts[0]}"] if alias[0] else []
+        return (params, inputs, first, "d" if alias[0] else texts[0],
+                [rename.get(n, n) for n in names])
+
+    # ---- aliases ----------------------------------------------------------------------------
+    def data(self, t):
+        alias = t.data
+        self._data_of[alias] = t
+        return alias
 
     # ---- backward under compiled autograd -------------------------------------------------
     def _compiled_autograd(self):
@@ -232,6 +282,14 @@ class CompiledTorch(TorchLike):
 
     def render_prelude(self):
         return None     # repros of this engine are `gradspec replay ... --engine torch-compile`
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    """Whether two tensors use the same storage (numbers never do)."""
+    try:
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def compiled_engine(device: str = "cpu") -> CompiledTorch:

@@ -8,14 +8,15 @@ Each adapter method is the paddle code a torch program statement maps onto:
     requires_grad            not t.stop_gradient (t.requires_grad_ to set it)
     retain_grad              t.retain_grads()
     register_hook            t.register_hook(fn), removable handle
-    post-accumulate hook     t._register_backward_hook(fn) (private; called after the leaf's
-                             grad is accumulated; no handle, so removal is adapter bookkeeping)
     _version                 t.inplace_version
     autograd.grad            paddle.grad
     grad modes               paddle.no_grad / enable_grad / set_grad_enabled
     in-place ops             add_ subtract_ multiply_ divide_ pow_ clip_ ... F.relu_; Python
                              numbers become 0-d tensors of the target's dtype (paddle's add_
                              etc. take tensors only); `x += y` is Python's augmented assignment
+    copy_                    paddle.assign(src, output=t), Paddle's documented mapping of
+                             torch's copy_; src cast to t's dtype and broadcast to its shape
+                             first (assign gives `output` src's shape and dtype)
     views                    reshape view t transpose (a permutation) unsqueeze squeeze expand,
                              basic indexing. All share data and inplace_version with their base
                              except expand, which copies (docs/findings.md).
@@ -29,6 +30,10 @@ Adapter limitations (not paddle divergences; docs/findings.md lists them):
   paddle's own, and every leaf, even one with stop_gradient=True, has a GradNodeAccumulation
   node, so 'grad_fn' is not declared. grad_fn_name/next_functions still report what paddle has.
 - node_hooks: GradNodeBase has only a private _register_post_hook; not declared.
+- post_accumulate_hooks: paddle has no public post-accumulate-grad hook; the only Tensor hook
+  run after accumulation is the private `_register_backward_hook`, a void hook that takes no
+  argument (PaddlePaddle/Paddle#32171). Not declared, so the generator draws none, and
+  register_post_accumulate_grad_hook is not implemented (docs/findings.md, P14).
 - warnings: paddle emits none of the warnings of spec/errors.md; not declared.
 
 Error kinds (`classify_error`): paddle raises ValueError/RuntimeError/SystemError whose message
@@ -42,13 +47,10 @@ same thing as the spec's (spec/errors.md):
                             inplace operation. Its version is N but the expected version is M."
     GRAPH_FREED             "(Fatal) The TensorWrappers of SumGradNode do not exist."
     HOOK_NO_REQUIRES_GRAD   "Cannot register hook on a tensor that stop gradient." (register_hook)
-                            / "Cannot register backward hook on a Tensor that stop gradient."
-                            (the post-accumulate hook; torch raises the same kind for both)
     UNUSED_INPUT            "The 1-th input does not appear in the backward graph. Please check
                             the input tensor or set allow_unused=True to get None result." (also
                             what paddle says for an input that does not require grad, where
                             torch raises INPUT_NO_REQUIRES_GRAD)
-    POST_HOOK_NONLEAF       "Only can register backward hook for leaf Tensor."
     GRAD_OUTPUT_SHAPE       AssertionError "Tensor shape not match, Tensor of grad_tensor [...]
                             with shape [2, 3] mismatch Tensor [...] with shape [3]" (backward's
                             grad_tensor; paddle.grad does not check grad_outputs' shape)
@@ -67,8 +69,8 @@ from ..lang import ops
 from .base import Engine
 
 CAPABILITIES = frozenset({
-    "core", "retain_grad", "hooks", "post_accumulate_hooks", "version_counter", "views",
-    "inplace", "autograd_grad", "grad_modes", "retain_graph"})
+    "core", "retain_grad", "hooks", "version_counter", "views", "inplace", "autograd_grad",
+    "grad_modes", "retain_graph"})
 # Conformance classes (spec/README.md): core only. torch-observable is torch's own build, which
 # paddle does not share: its nodes have paddle's names (ExpGradNode, and GradNodeAccumulation
 # even on leaves that stop gradient), it saves other tensors than torch's table (P6 in
@@ -84,10 +86,8 @@ ERROR_KINDS: list[tuple[str, str]] = [
     (r"used in gradient computation has been modified by an inplace operation",
      "VERSION_MISMATCH"),
     (r"The TensorWrappers of \w+ do not exist", "GRAPH_FREED"),
-    (r"Cannot register (backward )?hook on a (t|T)ensor that stop gradient",
-     "HOOK_NO_REQUIRES_GRAD"),
+    (r"Cannot register hook on a tensor that stop gradient", "HOOK_NO_REQUIRES_GRAD"),
     (r"input does not appear in the backward graph", "UNUSED_INPUT"),
-    (r"Only can register backward hook for leaf Tensor", "POST_HOOK_NONLEAF"),
     (r"Tensor shape not match, Tensor of grad_tensor", "GRAD_OUTPUT_SHAPE"),
 ]
 
@@ -111,16 +111,6 @@ def _import_paddle():
         warnings.simplefilter("ignore")                  # "No ccache found" at import
         import paddle
     return paddle
-
-
-class _PostHandle:
-    """paddle's leaf backward hook has no handle: removal switches the wrapper off."""
-
-    def __init__(self) -> None:
-        self.active = True
-
-    def remove(self) -> None:
-        self.active = False
 
 
 class PaddleEngine(Engine):
@@ -165,9 +155,8 @@ class PaddleEngine(Engine):
         return target[index]
 
     def inplace(self, target, fn, args, kw):
-        """The name stays bound to `target` (paddle's copy_ returns another Python object for
-        the same tensor), except for augmented assignment: Python rebinds to what paddle's
-        `x += y` returns, which is a new tensor (docs/findings.md)."""
+        """The name stays bound to `target`, except for augmented assignment: Python rebinds to
+        what paddle's `x += y` returns, which is a new tensor (docs/findings.md)."""
         row = ops.lookup("inplace", fn)
         if row.augmented:
             return ops.apply(row, [target, *args], kw)
@@ -195,15 +184,6 @@ class PaddleEngine(Engine):
     # ---- hooks ----------------------------------------------------------------------------
     def register_hook(self, t, fn):
         return t.register_hook(fn)
-
-    def register_post_accumulate_grad_hook(self, t, fn):
-        handle = _PostHandle()
-
-        def hook():
-            if handle.active:
-                fn(t)
-        t._register_backward_hook(hook)
-        return handle
 
     def remove_hook(self, handle):
         handle.remove()
@@ -319,10 +299,21 @@ def _transpose(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any])
 
 
 def _copy_(e: PaddleEngine, t: Any, operands: list[Any], kw: dict[str, Any]) -> Any:
-    src = operands[0]           # a number becomes a full tensor: paddle's copy_ does not broadcast
+    """torch's `t.copy_(src)` as Paddle's documented mapping of it, `paddle.assign(src,
+    output=t)` (docs/findings.md, P10; not the undocumented C method `Tensor.copy_(src, True)`).
+    assign gives `output` the shape and dtype of `src` (its documented return), so a `src` of
+    another dtype or shape is first cast to t's dtype and broadcast to t's shape, as a user
+    porting a broadcasting copy_ writes it; a number becomes a full tensor like t."""
+    src = operands[0]
     if isinstance(src, (int, float)):
         src = e.paddle.full_like(t, float(src))
-    return t.copy_(src, True)
+    else:
+        if src.dtype != t.dtype:
+            src = src.astype(t.dtype)
+        if list(src.shape) != list(t.shape):
+            src = e.paddle.broadcast_to(src, list(t.shape))
+    e.paddle.assign(src, output=t)
+    return t
 
 
 SPELLING: dict[str, Spelling] = {

@@ -82,6 +82,17 @@ def test_a_declared_capability_that_fails_is_reported(oracle):
     assert r.verdict == "declared but fails" and "statement" in r.detail
 
 
+def test_paddle_has_no_post_accumulate_hooks_and_its_probe_agrees(oracle):
+    """The Paddle adapter used to compare a private void hook with torch's post-accumulate
+    hook (docs/findings.md, P14); it now declares the capability absent, and the probe finds
+    it absent (not "declared absent but works")."""
+    pytest.importorskip("paddle", reason="paddlepaddle is not installed (extra 'paddle')")
+    e = load_engine("paddle")
+    assert "post_accumulate_hooks" not in e.capabilities
+    r = probe(e, oracle, "post_accumulate_hooks")
+    assert r.verdict == "ok" and r.works is False and "NotImplementedError" in r.detail, r
+
+
 def test_node_hooks_are_probed_only_through_a_faithful_module(oracle):
     assert probe(oracle, oracle, "node_hooks").works is True
     assert probe(no_hooks(), oracle, "node_hooks").verdict == "unprobed"  # a subclass

@@ -175,6 +175,22 @@ def test_every_shipped_engine_implements_what_it_declares():
         assert unimplemented(e, e.capabilities) == [], name
 
 
+def test_the_third_party_adapters_declare_no_adapter_artifacts():
+    """docs/findings.md, P14 and C5: Paddle declares no post-accumulate hooks (it has no public
+    one; declaring them without the method is refused at load), and torch-compile's regions
+    take `.data` inside instead of passing an alias of another input."""
+    from conformance.engines import compiled, paddle  # both import their engine lazily
+    from conformance.engines.base import unimplemented
+    assert "data" in compiled._ATTRIBUTES and "post_accumulate_hooks" in compiled.CAPABILITIES
+    assert "post_accumulate_hooks" not in paddle.CAPABILITIES
+    assert paddle.PaddleEngine.register_post_accumulate_grad_hook is \
+        Engine.register_post_accumulate_grad_hook
+    pytest.importorskip("paddle", reason="paddlepaddle is not installed (extra 'paddle')")
+    e = load_engine("paddle")
+    assert unimplemented(e, {"post_accumulate_hooks"}) == [
+        "post_accumulate_hooks: register_post_accumulate_grad_hook"]
+
+
 def test_the_table_of_needs_covers_what_the_statements_call():
     """Every engine method a statement kind's code calls (`x.e.METHOD(`) or an observable
     reads is in NEEDS under one of the capabilities the kind (or observable) needs, and every

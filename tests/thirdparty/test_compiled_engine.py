@@ -104,3 +104,47 @@ def test_program_through_executor(tc):
     # every op result is a compiled function's output: the node names say so
     assert b.events[6].value == "SumBackward0"
     assert a.events[6].value == "CompiledFunctionBackward"
+
+
+def test_a_data_alias_written_with_its_own_tensor_takes_data_inside_the_region(tc):
+    """docs/findings.md, C5: `d = x.data; d.copy_(x)` used to pass x.data and x as two inputs
+    sharing memory, which AOTAutograd refuses ("does not yet handle non-differentiable view
+    input mutations"). The region now takes x alone and `.data` inside, as a user writes it."""
+    for shape, dtype in [([], "float64"), ([2], "float32"), ([2, 2], "float64")]:
+        n = 1
+        for s in shape:
+            n *= s
+        x = tc.leaf([-0.25 * (i + 1) for i in range(n)], shape, dtype, True)
+        before = x.tolist()
+        d = tc.data(x)
+        out = tc.inplace(d, "copy_", [x], {})        # no BackendCompilerFailed
+        assert out.tolist() == before and x.tolist() == before and x.is_leaf
+        assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        src = next(s for s in tc._fns if "d = a.data" in s)
+        assert "d.copy_(a)" in src and src.startswith("def region(a):")
+        # the operand side: x written with its own .data as operand
+        y = tc.call("mul", [x, 2.0], {})
+        tc.inplace(y, "add_", [tc.data(y)], {})
+        assert y.tolist() == (4 * x).tolist()
+        tc.setitem(tc.data(x), () if not shape else (slice(None, None, None),), x)
+        assert x.tolist() == before
+
+
+def test_a_data_alias_without_aliasing_operands_is_passed_as_it_is(tc):
+    x = tc.leaf([1.0, 2.0], [2], "float64", True)
+    d = tc.data(x)
+    w = tc.leaf([3.0, 4.0], [2], "float64", True)
+    out = tc.inplace(d, "copy_", [w], {})
+    assert out is d and d.requires_grad and not d.is_leaf    # INPLACE-10, as eager
+    assert x.tolist() == [3.0, 4.0] and x.is_leaf
+
+
+def test_region_source_allows_data_and_its_local_only():
+    from conformance.engines.compiled import region_source
+    from conformance.lang.program import HarnessError
+    ok = "def region(a):\n    d = a.data\n    return d.copy_(a)\n"
+    assert region_source(ok, ["a"]) == ok
+    for bad in ["def region(a):\n    e = a.data\n    return e\n",
+                "def region(a):\n    return a.grad\n"]:
+        with pytest.raises(HarnessError):
+            region_source(bad, ["a"])
