@@ -18,8 +18,7 @@ Options (each also read from the environment, so tox and CI can pass them throug
     --gradspec-profile NAME  how much to draw (GRADSPEC_PROFILE; default "ci" when CI is set or
                              under tox, else "dev"; conformance/suite/checks.py):
         dev       a few programs per clause, a fresh stream each session
-        ci        deterministic: the programs of `gradspec run --seed 0`, the same on every
-                  run, serial or `-n auto`
+        ci        deterministic: `gradspec run --seed 0`'s programs, every run, serial or -n
         thorough  long campaigns: many more and longer programs, a fresh stream each session
     --gradspec-seed N        the clause items' stream (GRADSPEC_SEED): `gradspec run --seed N`'s
                              programs; by default the profile's (ci: 0; others: drawn per
@@ -327,10 +326,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not active(config):
         return []
     c = chosen(config)
+    n = PROFILE_TABLE[c['profile']].per_clause
     lines = [f"gradspec: engine {c['engine']} vs oracle {c['oracle']} on {c['device']}, "
              f"profile {c['profile']}, stream seed {stream_seed(config)}"
-             + (f", at least {n} programs a clause" if (n := PROFILE_TABLE[
-                 c['profile']].per_clause) else "")]
+             + (f", at least {n} programs a clause" if n else "")]
     for key in ALIASES.values():
         if (alias := _alias_given(config, key)) is not None:
             lines.append(f"gradspec: {alias} is deprecated, use {OPTIONS[key][0]}")

@@ -73,6 +73,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "data_assign": (),              # no statement: probed through the engine's module (probes.py)
     "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
     "multi_grad_hooks": (),         # no statement: probed through the engine's module (probes.py)
+    "narrow_select": (),            # view rows of the op table (views' own method)
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

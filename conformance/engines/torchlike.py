@@ -17,7 +17,8 @@ ALL_CAPABILITIES = frozenset({
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
-    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks"})
+    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
+    "narrow_select"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -185,7 +186,17 @@ def torch_engine(device: str = "cpu") -> TorchLike:
     if device == "cuda" and not torch.cuda.is_available():
         raise EngineError(f"engine 'torch' on cuda: CUDA is not available in this torch "
                           f"build ({torch.__version__})")
+    _warm(torch)
     return TorchLike(torch, "torch", device)
+
+
+def _warm(torch) -> None:
+    """Pay torch's lazy imports at load, not inside a program: the first backward given a
+    gradient tensor imports torch.fx.experimental.symbolic_shapes and sympy (torch 2.13's
+    autograd/__init__.py, _make_grads), seconds of work that on a busy machine outlasted a
+    program's timeout, and a campaign's worker reported "the oracle timed out"."""
+    x = torch.ones(2, requires_grad=True)
+    torch.autograd.backward([x * 2], [torch.ones(2)])
 
 
 def refimpl_engine(device: str = "cpu") -> TorchLike:

@@ -106,6 +106,12 @@ PROBES: dict[str, list[Stmt]] = {
                         Stmt("backward", target="s", params={"inputs": ["w"]}),
                         _see("x", "grad"), _see("w", "grad"),
                         Stmt("backward", target="s", params={"inputs": []})],  # raises
+    "narrow_select": [X, Stmt("view", out="n", target="x",
+                              params={"fn": "narrow", "kw": {"dim": 0, "start": 1, "length": 2}}),
+                      Stmt("view", out="v", target="x",
+                           params={"fn": "select", "kw": {"dim": -1, "index": -1}}),
+                      _see("n", "value"), _see("v", "value"), _call("m", "mul", "n", "v"),
+                      _call("s", "sum", "m"), _backward("s"), _see("x", "grad")],
     "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
                   _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),

@@ -15,6 +15,7 @@ from ..model import (
     index_shape,
     joins,
     matmul_shape,
+    part_contiguous,
     view_options,
 )
 from ..model.tables import NUMBERS
@@ -23,7 +24,8 @@ from .registry import Kind, kind
 
 JOIN_OPS = ["mul", "add"]    # the binary ops a deliberate join of two graphs draws
 # the argument forms (conformance/lang/ops.py, FORMS) that cannot go without an op's settings
-STRICT_FORMS = ("exponent", "sizes", "dims", "dim")
+STRICT_FORMS = ("exponent", "sizes", "dims", "dim", "narrow", "dim_index")
+INT_FORMS = ("narrow", "dim_index")        # every setting an int: t.narrow(0, 1, 2)
 
 
 def check_op(s: Any, path: str, kind: str) -> ops.Op:
@@ -34,7 +36,10 @@ def check_op(s: Any, path: str, kind: str) -> ops.Op:
         row = ops.lookup(kind, fn)
     except ops.OpError:
         fields.fail(path, "params.fn", f"unknown {kind} op {fn!r}")
-    fields.kw(s, path, row.kw if row.form in STRICT_FORMS else (), allowed=row.kw)
+    kw = fields.kw(s, path, row.kw if row.form in STRICT_FORMS else (), allowed=row.kw)
+    for key, setting in kw.items() if row.form in INT_FORMS else ():
+        if not isinstance(setting, int) or isinstance(setting, bool):
+            fields.fail(path, f"params.kw.{key}", f"must be an int, got {setting!r}")
     return row
 
 
@@ -306,6 +311,10 @@ class View(Kind):
         fields.name(s, path, "target")
         check_op(s, path, "view")
 
+    def needs(self, s):
+        row = ops.ROWS.get(s.params.get("fn")) if isinstance(s.params.get("fn"), str) else None
+        return list(self.caps) + ([row.needs] if row is not None and row.needs else [])
+
     def run(self, x, s, ev, path):
         x.env[s.out] = x.e.view(x.env[s.target], s.params["fn"], s.params.get("kw", {}))
 
@@ -318,12 +327,15 @@ class View(Kind):
         a = g.pick("view of", lambda t: t.is_float)
         if a is None:
             return False
+        parts = g.vocabulary >= 7 and "narrow_select" in g.caps
         fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
                                                       squeezes=g.vocabulary >= 4,
-                                                      units=g.vocabulary >= 5))
+                                                      units=g.vocabulary >= 5, parts=parts))
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
+        if fn in ("narrow", "select"):
+            noncontig = not part_contiguous(fn, kw, a.shape)
         if copied:
             t = g.result(shape, a.dtype, [a])
             t.exact = a.exact_now()
@@ -333,7 +345,8 @@ class View(Kind):
         else:
             t = g.add_view(a, shape, noncontig, fn == "expand")
         g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),
-               ["GRAPH-10", "VER-13"] + (["GRAPH-1"] if t.rg else []))
+               ["GRAPH-10", "VER-13", *ops.lookup("view", fn).clauses]
+               + (["GRAPH-1"] if t.rg else []))
         return True
 
 

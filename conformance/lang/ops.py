@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .forms import FORMS, Args  # noqa: F401 - Args: part of this module's API
 from .index import ELLIPSIS, OpError, index_source, index_value  # noqa: F401
 
 FAMILIES = ("unary", "binary", "reduce", "linalg", "view", "inplace",
@@ -104,58 +105,6 @@ class Op:
         return self.family == "inplace" and self.form == "operator"
 
 
-# ---- argument forms: (row, operands after the target, kw) -> (positional, keyword) ---------
-Args = tuple[list[Any], dict[str, Any]]
-
-
-def _plain(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return list(ops), {}                                    # t.exp(), t.add_(b)
-
-
-def _exponent(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return [*ops, kw["exponent"]], {}                       # t.pow(2)
-
-
-def _bounds(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return list(ops), {"min": kw.get("min"), "max": kw.get("max")}   # t.clamp(min=, max=)
-
-
-def _reduce(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    dim = kw.get("dim")                                     # t.sum(), t.sum((0,), keepdim=)
-    if dim is None:
-        return list(ops), {}
-    dim = tuple(dim) if isinstance(dim, list) else dim
-    return [*ops, dim], {"keepdim": bool(kw.get("keepdim", False))}
-
-
-def _sizes(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    sizes = kw[row.kw[0]]                                   # t.reshape(2, 3), t.reshape(())
-    return ([*ops, *sizes] if sizes else [*ops, ()]), {}
-
-
-def _dims(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return [*ops, *kw["dims"]], {}                          # t.transpose(0, 1)
-
-
-def _dim(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return [*ops, kw["dim"]], {}                            # t.unsqueeze(-1)
-
-
-def _optional_dim(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    dim = kw.get("dim")                                     # t.squeeze(), t.squeeze(0)
-    return (list(ops) if dim is None else [*ops, dim]), {}
-
-
-def _dim_keepdim(row: Op, ops: Sequence[Any], kw: dict[str, Any]) -> Args:
-    return [*ops, kw["dim"]], {"keepdim": bool(kw.get("keepdim", False))}  # t.max(0, keepdim=)
-
-
-FORMS: dict[str, Callable[[Op, Sequence[Any], dict[str, Any]], Args]] = {
-    "method": _plain, "exponent": _exponent, "bounds": _bounds, "reduce": _reduce,
-    "sizes": _sizes, "dims": _dims, "dim": _dim, "optional_dim": _optional_dim,
-    "dim_keepdim": _dim_keepdim,
-}
-
 # ---- the rows -------------------------------------------------------------------------------
 _EXPONENTS = (2, 3, -1, 0.5)
 _CLAMP_BOUNDS = ((-0.6, 0.8), (None, 0.8), (-0.6, None))   # (min, max)
@@ -175,8 +124,13 @@ def _inplace(name: str, of: str | None, arity: int = 0, saves: str | None = None
     return Op(name, "inplace", arity, of=of, saves=saves, holds=holds, weight=weight, **more)
 
 
-def _view(name: str, form: str, kw: tuple[str, ...], function: bool = True) -> Op:
-    return Op(name, "view", 0, form=form, kw=kw, function=name if function else None)
+def _view(name: str, form: str, kw: tuple[str, ...], function: bool = True, **more: Any) -> Op:
+    return Op(name, "view", 0, form=form, kw=kw, function=name if function else None, **more)
+
+
+# Vocabulary 7 (spec/view.md): narrow and select, one view node each (VIEW-5), where the
+# engines have them (capability narrow_select)
+_V7_VIEW = {"since": 7, "needs": "narrow_select", "clauses": ("VIEW-5",)}
 
 
 # Vocabulary 4 (spec/deriv.md): comparisons, long(), argmax and argmin never require grad
@@ -228,6 +182,8 @@ OPS: tuple[Op, ...] = (
     _view("t", "method", ()), _view("transpose", "dims", ("dims",)),
     _view("unsqueeze", "dim", ("dim",)), _view("squeeze", "optional_dim", ("dim",)),
     _view("expand", "sizes", ("size",), False),
+    _view("narrow", "narrow", ("dim", "start", "length"), **_V7_VIEW),
+    _view("select", "dim_index", ("dim", "index"), **_V7_VIEW),
     # in-place ops (in-place rows save what the program still reaches: their output; the
     # overwritten input torch saves as a copy of its own)
     _inplace("add_", "add", 1, weight=4), _inplace("sub_", "sub", 1),

@@ -7,11 +7,19 @@ from __future__ import annotations
 from .clauses import backward_clauses, clauses_of_observing, observe_clauses, observed_state
 from .graph import after_backward, joins, leaves_reached, needed, predict, reach
 from .inplace import apply_inplace, hide_nograd_views, inplace_ok, leaf_rg_view
-from .shapes import broadcast, copy_kw, index_shape, matmul_shape, numel, view_options
+from .shapes import (
+    broadcast,
+    copy_kw,
+    index_shape,
+    matmul_shape,
+    numel,
+    part_contiguous,
+    view_options,
+)
 from .tensors import Node, Storage, T
 
 __all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
            "broadcast", "copy_kw", "index_shape", "hide_nograd_views", "inplace_ok", "joins",
            "leaf_rg_view", "leaves_reached", "matmul_shape",
            "needed", "numel", "observe_clauses", "observed_state", "clauses_of_observing",
-           "predict", "reach", "view_options"]
+           "part_contiguous", "predict", "reach", "view_options"]

@@ -68,20 +68,48 @@ ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
 
 
 def view_options(a: T, inferred: bool = False, squeezes: bool = False,
-                 units: bool = False) -> tuple[ViewOption, ...]:
+                 units: bool = False, parts: bool = False) -> tuple[ViewOption, ...]:
     """(fn, kw, result shape) of every view of a the generator draws from, in draw order;
     `inferred` adds the forms with a size of -1 (reshape and view infer it, expand keeps the
     dim), `squeezes` (vocabulary 4) squeeze without a dim, squeeze of a 0-d tensor and transpose
     by negative dims, `units` (vocabulary 5) `view` with a size-1 dim put in or taken out,
     which works whatever the strides (torch's computeStride gives a size-1 dim any stride), so
-    it is drawn on non-contiguous tensors too. The options are shared between calls: copy the
-    kw of the one you use (copy_kw)."""
+    it is drawn on non-contiguous tensors too; `parts` (vocabulary 7) narrow and select. The
+    options are shared between calls: copy the kw of the one you use (copy_kw)."""
     opts = _view_options(a.shape, a.contiguous)
     if inferred:
         opts += _inferred(a.shape, a.contiguous)
     if squeezes:
         opts += _squeezes(a.shape)
-    return opts + _unit_views(a.shape) if units else opts
+    if units:
+        opts += _unit_views(a.shape)
+    return opts + _parts(a.shape) if parts else opts
+
+
+@functools.cache
+def _parts(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    """narrow(dim, start, length) and select(dim, index) along each dim (VIEW-5): the whole
+    dim, its first part, its last element, by a dim counted from either end."""
+    opts: list[ViewOption] = []
+    for d, n in enumerate(shape):
+        dim = d if d % 2 == 0 else d - len(shape)
+        rest = shape[:d] + shape[d + 1:]
+        spans = [(0, n)] + ([(0, n - 1), (n - 1, 1)] if n > 1 else [])
+        for start, length in spans:
+            opts.append(("narrow", {"dim": dim, "start": start, "length": length},
+                         shape[:d] + (length,) + shape[d + 1:]))
+        for index in ([0, -1] if n > 1 else [0]):
+            opts.append(("select", {"dim": dim, "index": index}, rest))
+    return tuple(opts)
+
+
+def part_contiguous(fn: str, kw: dict[str, Any], shape: tuple[int, ...]) -> bool:
+    """Whether narrow / select of a contiguous tensor of `shape` is contiguous: its strides
+    are the input's, so only when every dim before the one cut has size 1, or the cut keeps
+    the whole dim (narrow) or a dim of size 1 (select)."""
+    d = kw["dim"] % len(shape)
+    whole = kw["length"] == shape[d] if fn == "narrow" else shape[d] == 1
+    return whole or all(n == 1 for n in shape[:d])
 
 
 @functools.cache

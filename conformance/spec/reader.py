@@ -22,7 +22,7 @@ CAPABILITIES = (
     "core", "grad_fn", "retain_grad", "hooks", "post_accumulate_hooks", "node_hooks",
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
-    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
+    "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

@@ -18,6 +18,20 @@ def test_torch_by_name():
     assert e.version.startswith("2.") and e.render_prelude() == "import torch"
 
 
+def test_torch_pays_its_lazy_imports_at_load():
+    """The first backward given a gradient tensor imports sympy (seconds): at load, in a fresh
+    process, so that no program's timeout pays it."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom conformance.engines import load_engine\n"
+            "assert 'torch.fx.experimental.symbolic_shapes' not in sys.modules\n"
+            "load_engine('torch')\n"
+            "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
+
+
 def test_import_path_factory_gets_the_device():
     e = load_engine(f"{MOD}:no_leaf_check")
     assert isinstance(e, Engine) and e.name == "noleafcheck"

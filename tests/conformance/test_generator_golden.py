@@ -83,6 +83,18 @@ VOCABULARY_4_DIGESTS = {
     ("core", 20, 0, 100):
         "3522662f9b6a9db6c3efcbb5374e2bb44a2fcabcb15fed27dcf70119347368d2",
 }
+# Vocabulary 6 (`gradspec run`'s before vocabulary 7), recorded at d055362 before narrow and
+# select were drawn: the capability narrow_select changes nothing in it.
+VOCABULARY_6_DIGESTS = {
+    ("all", 20, 0, 150):
+        "94aa9de8982708789dea4589cf056abdd8e78e621b876a1859ec741a1137be77",
+    ("all", 40, 3000, 50):
+        "ea7f92411327e7574d1b08c573c15b3e6b137999da378e51d8adb25479dcf814",
+    ("no-grad_fn", 20, 0, 100):
+        "c5701466c1e007de57a3cd0ae996f3c19ced67ed024fb99a27cb13b515ee4e6e",
+    ("core", 20, 0, 100):
+        "a5db091e14843f9843eb4346fa20bed5af4c6463d1ff30770fb01b1ec50d8bea",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -116,6 +128,11 @@ def test_vocabulary_3_programs_are_unchanged(key):
 @pytest.mark.parametrize("key", list(VOCABULARY_4_DIGESTS), ids=lambda k: "-".join(map(str, k)))
 def test_vocabulary_4_programs_are_unchanged(key):
     assert random_digest(*key, vocabulary=4) == VOCABULARY_4_DIGESTS[key]
+
+
+@pytest.mark.parametrize("key", list(VOCABULARY_6_DIGESTS), ids=lambda k: "-".join(map(str, k)))
+def test_vocabulary_6_programs_are_unchanged(key):
+    assert random_digest(*key, vocabulary=6) == VOCABULARY_6_DIGESTS[key]
 
 
 _SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,

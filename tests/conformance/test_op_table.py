@@ -84,7 +84,7 @@ def test_derived_tables_equal_the_vocabulary_they_replace():
         "add": 2, "sub": 2, "mul": 2, "div": 2,
         "neg": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 1, "relu": 1,
         "abs": 1, "clone": 1, "pow": 1, "clamp": 1, "sum": 1, "mean": 1, "matmul": 2}.items())
-    assert list(ops.VIEWS.items()) == list({
+    assert list(_v1(ops.VIEWS).items()) == list({
         "reshape": "shape", "view": "shape", "t": None, "transpose": "dims",
         "unsqueeze": "dim", "squeeze": "dim", "expand": "size"}.items())
     assert list(_v1(ops.INPLACE).items()) == list({
@@ -150,7 +150,7 @@ def test_vocabulary_4_adds_the_ops_of_deriv_md_and_nothing_before_it():
 
 def test_rows_hang_together():
     for r in ops.OPS:
-        assert r.since in (1, 2, 4) and ops.lookup(r.kind, r.name) is r
+        assert r.since in (1, 2, 4, 7) and ops.lookup(r.kind, r.name) is r
         if r.inplace:
             assert ops.ROWS[r.inplace].of == r.name and ops.ROWS[r.inplace].kind == "inplace"
     assert ops.ROWS["pow_"].draws == ops.ROWS["pow"].draws
@@ -243,7 +243,8 @@ def _samples(row: ops.Op) -> dict:
                  "squeeze": {"dim": 0}, "expand": {"size": [3, 2, 2]},
                  "sum": {"dim": [1], "keepdim": True}, "mean": {"dim": 0},
                  "max_dim": {"dim": 0}, "min_dim": {"dim": -1, "keepdim": True},
-                 "argmax": {"dim": 1}}.get(row.name, {})
+                 "argmax": {"dim": 1}, "narrow": {"dim": -1, "start": 1, "length": 1},
+                 "select": {"dim": 0, "index": -1}}.get(row.name, {})
 
 
 @pytest.mark.parametrize("name", list(ops.ROWS))
