@@ -20,7 +20,7 @@ VALUES_3 = [0.5, 1.0, -0.75, 1.5, -1.25, 2.0, -1.75, 0.25, -2.5, 1.25, -0.375, 0
 # vocabulary 4: the kinks of spec/deriv.md's DERIV-4 (relu, abs, sqrt and pow at 0, clamp at
 # the bounds it draws): the values of the leaf of a scenario (gen/focus.py, at_kinks). Not
 # drawn into other leaves: a 0 times a negative number is -0.0, where torch 2.13's derivative
-# of pow(x, 0.5) is -inf and 0.5 * x ** -0.5 in IEEE arithmetic (refimpl's) +inf, and spec 1.2
+# of pow(x, 0.5) is -inf and 0.5 * x ** -0.5 in IEEE arithmetic (refimpl's) +inf, and spec 2.0
 # does not say which sign an engine owes there
 KINKS = [0.0, -0.6, 0.8]
 NUMBERS = [2.0, 0.5, -1.0, 3.0, 1.5]
