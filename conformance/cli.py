@@ -92,8 +92,9 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "applicable")
     p.add_argument("--per-clause", type=limits.int_in(0, 10_000), default=None, metavar="N",
                    help="after the --count programs, run further programs of the same stream "
-                   "until every clause a program can exercise is in N of them (default 20 "
-                   "when --count is 300 or more, else 0: off)")
+                   "until every clause a program can exercise is in N of them, reading at "
+                   "most 1,500 more (default 20 when --count is 300 or more and no --source "
+                   "is given, else 0: off)")
 
 
 def _address(text: str) -> str:
@@ -159,7 +160,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
     unjudged = MAX_UNJUDGED if args.max_unjudged is None else args.max_unjudged
-    per_clause = default_per_clause(args.count) if args.per_clause is None else args.per_clause
+    per_clause = (default_per_clause(args.count, bool(args.source))
+                  if args.per_clause is None else args.per_clause)
     try:
         report = run_campaign(args.engine, args.oracle, seed=args.seed, count=args.count,
                               size=args.size, jobs=args.jobs, timeout=args.timeout,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 # `gradspec run`'s default: 20 programs per clause when the campaign has its default budget or
 # more (a smaller --count is a quick look and stays the size asked for; --per-clause sets it)
@@ -32,9 +33,10 @@ DEFAULT_COUNT = 300
 SCAN = 1500
 
 
-def default_per_clause(count: int) -> int:
-    """The minimum `gradspec run` applies when --per-clause is not given."""
-    return PER_CLAUSE if count >= DEFAULT_COUNT else 0
+def default_per_clause(count: int, own_source: bool = False) -> int:
+    """The minimum `gradspec run` applies when --per-clause is not given: none for a program
+    source of the user's own (--source), whose programs have clauses of their own."""
+    return PER_CLAUSE if count >= DEFAULT_COUNT and not own_source else 0
 
 
 def eligible(caps: frozenset[str]) -> list[str]:
@@ -57,7 +59,7 @@ class TopUp:
 
     def to_json(self) -> dict:
         return {"per_clause": self.per_clause, "added": len(self.seeds),
-                "scanned": self.scanned, "short": dict(self.short)}
+                "scanned": self.scanned, "short": dict(self.short), "seeds": list(self.seeds)}
 
 
 def top_up(counts: Counter, candidates: Iterable[int], clauses_of: Callable[[int], list[str]],
@@ -90,5 +92,52 @@ def stream_top_up(further: list[int], counts: Counter, source, caps: frozenset[s
     programs per clause among the campaign's own)."""
     if per_clause <= 0:
         return TopUp(0)
-    return top_up(counts, further[:SCAN], lambda s: source(s, caps, size).clauses(),
-                  eligible(caps), per_clause, SCAN)
+
+    def clauses_of(s: int) -> list[str]:
+        try:
+            return source(s, caps, size).clauses()
+        except Exception:  # noqa: BLE001 - a program source that fails on a seed: not added
+            return []
+    return top_up(counts, further[:SCAN], clauses_of, eligible(caps), per_clause, SCAN)
+
+
+def campaign_top_up(run: Callable, seeds: list[int], results: list[dict[str, Any] | None],
+                    further: list[int], source: Callable, caps: frozenset[str], size: int,
+                    per_clause: int, max_unjudged: float
+                    ) -> tuple[list[int], list[dict[str, Any] | None], bool, dict[str, Any]]:
+    """The per-clause minimum (campaign/coverage.py) after a campaign's own programs: the
+    programs added, run. Programs are counted by the clauses their statements exercise as
+    drawn (regenerated where a crash, a hang or an oracle failure left no result to read),
+    so that the same seeds are added whatever happened to the programs, as the pytest
+    profile's clause items add them. Not when the programs already cannot be judged (a crash
+    or hang on more than `max_unjudged` of them, an oracle failure): more programs would
+    only take longer to say so. Ctrl-C while reading the stream: no program added, the
+    report incomplete. `run(seeds, what)` runs programs: (results, complete); `further`: the
+    stream after the campaign's own (runner.py, program_seeds(seed, count + SCAN)[count:]).
+    Returns (seeds, results, complete, the report's `coverage`)."""
+    failed = [r for r in results if r and ("failure" in r or "oracle_failure" in r)]
+    if any("oracle_failure" in r for r in failed) or len(failed) > max_unjudged * len(seeds):
+        return seeds, results, True, {"per_clause": per_clause, "added": 0, "scanned": 0,
+                                      "short": {}, "seeds": [],
+                                      "skipped": "the programs run so far cannot be judged"}
+    try:
+        counts = Counter(c for s, r in zip(seeds, results, strict=True)
+                         for c in _drawn_clauses(s, r, source, caps, size))
+        more = stream_top_up(further, counts, source, caps, size, per_clause)
+    except KeyboardInterrupt:
+        return seeds, results, False, {}
+    if not more.seeds:
+        return seeds, results, True, more.to_json()
+    added, complete = run(more.seeds, f"to {per_clause} programs a clause")
+    return seeds + more.seeds, results + added, complete, more.to_json()
+
+
+def _drawn_clauses(pseed: int, r: dict[str, Any] | None, source: Callable,
+                   caps: frozenset[str], size: int) -> list[str]:
+    """The clauses the program of `pseed` exercises: its result's, or drawn again."""
+    if r and r.get("clauses") and "failure" not in r and "internal" not in r:
+        return list(r["clauses"])
+    try:
+        return source(pseed, caps, size).clauses()
+    except Exception:  # noqa: BLE001 - a source that fails here failed in the worker too
+        return []

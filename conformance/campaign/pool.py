@@ -35,7 +35,8 @@ from typing import Any
 FORK_SAFE = frozenset({"torch", "refimpl"})
 # imported once by a forkserver, so that each worker forked from it starts warm; never the
 # engines themselves (they are imported in the workers)
-PRELOAD = ["conformance.importpath", "numpy", "torch", "conformance.campaign.runner"]
+PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.symbolic_shapes",
+           "conformance.campaign.runner"]
 PATH_BYTES = 128
 NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
 WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}

@@ -21,7 +21,6 @@ import functools
 import math
 import random
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ from ..reports.report import (
 )
 from ..spec.reader import CAPABILITIES, load_spec
 from . import worker
-from .coverage import SCAN, stream_top_up
+from .coverage import SCAN, campaign_top_up, eligible
 from .failures import shrink_failures
 from .outdir import Staging
 from .pool import Pool, PoolError, context
@@ -163,16 +162,16 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                                 timeout, source, shrink, progress, frozenset(claims), scheduler)
         results, report.complete = run(seeds, None)
         if per_clause > 0 and report.complete:
-            counts = Counter(c for r in results if r for c in r.get("clauses", []))
             further = program_seeds(seed, count + SCAN)[count:]
-            more = stream_top_up(further, counts, source, caps, size, per_clause)
-            report.coverage = more.to_json()
-            if more.seeds:
-                added, report.complete = run(more.seeds, f"to {per_clause} programs a clause")
-                seeds, results = seeds + more.seeds, results + added
+            seeds, results, report.complete, report.coverage = campaign_top_up(
+                run, seeds, results, further, source, caps, size, per_clause, max_unjudged)
         ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
                        claims)
         _collect(report, spec, ctx, seeds, results, xf)
+        if report.coverage:     # what is short after the programs ran, not as drawn
+            report.coverage["short"] = {
+                c: report.clauses[c]["programs"] for c in eligible(caps)
+                if report.clauses.get(c, {}).get("programs", 0) < per_clause}
         report.seconds = round(time.monotonic() - start, 3)
         report.folder = str(staging.path if not report.complete else staging.out)
         if report.complete:

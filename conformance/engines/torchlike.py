@@ -5,6 +5,7 @@ same lines as source, and tests/conformance/test_render.py checks they agree.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -191,12 +192,15 @@ def torch_engine(device: str = "cpu") -> TorchLike:
 
 
 def _warm(torch) -> None:
-    """Pay torch's lazy imports at load, not inside a program: the first backward given a
+    """Pay torch's lazy import at load, not inside a program: the first backward given a
     gradient tensor imports torch.fx.experimental.symbolic_shapes and sympy (torch 2.13's
-    autograd/__init__.py, _make_grads), seconds of work that on a busy machine outlasted a
-    program's timeout, and a campaign's worker reported "the oracle timed out"."""
-    x = torch.ones(2, requires_grad=True)
-    torch.autograd.backward([x * 2], [torch.ones(2)])
+    autograd/__init__.py, _make_grads), which on a busy machine outlasted a program's timeout
+    (a campaign's worker reported "the oracle timed out"). Only the import: running a backward
+    here would start torch's threads in a process that campaigns fork their workers from."""
+    try:
+        importlib.import_module("torch.fx.experimental.symbolic_shapes")
+    except Exception:  # noqa: BLE001 - only a saving of time, never fatal
+        pass
 
 
 def refimpl_engine(device: str = "cpu") -> TorchLike:
