@@ -3,6 +3,15 @@ import pytest
 from tests import engines
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--search-unshrunk", action="store_true",
+        help="this repository's Hypothesis search (test_engine_conformance.py) fails with the "
+             "first divergent program, unshrunk: for the plugin's tests that need a failure but "
+             "not its shrinking, which took two thirds of such a session (shrinking has tests "
+             "of its own)")
+
+
 @pytest.fixture(params=engines.ENGINE_NAMES)
 def engine(request):
     """The engine module bound to `torch` in examples: the oracle, then refimpl."""

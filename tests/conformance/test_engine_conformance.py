@@ -14,7 +14,7 @@ torch against itself is a check of gradspec's harness, not of an engine: it runs
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import Phase, given
 
 from conformance.engines import load_engine
 from conformance.generate import programs
@@ -88,12 +88,15 @@ def test_torch_agrees_with_itself(gradspec_profile):
 
 
 def test_engine_conforms_to_oracle(conformance_engine, conformance_oracle, gradspec_profile,
-                                   gradspec_xfail, gradspec_classes, conformance_isolated):
+                                   gradspec_xfail, gradspec_classes, conformance_isolated,
+                                   pytestconfig):
     if conformance_engine.name == "torch" and conformance_oracle.name == "torch":
         pytest.skip("torch against torch is test_torch_agrees_with_itself")
+    unshrunk = {"phases": [Phase.explicit, Phase.reuse, Phase.generate]} \
+        if pytestconfig.getoption("--search-unshrunk", False) else {}
     try:
         expected = search(conformance_engine, conformance_oracle, gradspec_profile,
-                          gradspec_xfail, conformance_isolated, gradspec_classes)
+                          gradspec_xfail, conformance_isolated, gradspec_classes, **unshrunk)
     except EngineFault as fault:
         pytest.fail(str(fault), pytrace=False)
     if expected:    # only divergences the expected-failure file names: reported, not failed

@@ -128,7 +128,8 @@ def test_xfail_file_marks_a_test_by_node_id(tmp_path):
     known.write_text(f"{TEST}  @never_frees,tests.broken_engines.never_frees:factory  "
                      f"never frees saved values\n")
     r = run_pytest("--engine", "tests.broken_engines.never_frees:factory",
-                   "--gradspec-profile", "ci", "--gradspec-xfail", str(known))
+                   "--gradspec-profile", "ci", "--gradspec-xfail", str(known),
+                   "--search-unshrunk")
     assert r.returncode == 0, r.stdout[-3000:]
     assert "1 xfailed" in r.stdout
 
