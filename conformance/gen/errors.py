@@ -43,6 +43,7 @@ ERROR_ORDER = (
     "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE", "HOOK_WRONG_COUNT",
     "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP", "INFERENCE_VERSION", "INFERENCE_INPLACE",
     "INFERENCE_SAVED", "INFERENCE_REQUIRES_GRAD", "INFERENCE_VIEW_INPLACE",
+    "NO_GRAD_VIEW_BASE_INPLACE",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
@@ -68,11 +69,6 @@ INEXPRESSIBLE: dict[str, str] = {
                     "no statement registers saved-tensor hooks"),
     # spec/view.md: no statement draws detach_() (NOT_GENERATED)
     "DETACH_VIEW_INPLACE": "no statement draws detach_()",
-    # spec/mode.md: a view taken under no_grad is never used after a write to its storage
-    "NO_GRAD_VIEW_BASE_INPLACE": "after a write the generator uses no view taken under no_grad "
-                                 "of the written storage (model/inplace.py, "
-                                 "hide_nograd_views), and a new move would change the draws "
-                                 "of the frozen vocabularies",
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))
@@ -165,6 +161,47 @@ def no_grad_view_inplace(g: Any) -> bool:
     g.emit(stmt, ["MODE-1", "MODE-4"])
     g.emit(Stmt("inplace", target=v.name, args=[g.choice("number", NUMBERS)],
                 params={"fn": "add_", "kw": {}}), ["MODE-9"], "NO_GRAD_VIEW_INPLACE")
+    return True
+
+
+# vocabulary 8: how MODE-11's refused view is used once its base was written
+_REFUSED_USES = (("is_leaf", 2), ("grad_fn", 2), ("op", 3), ("view op", 1))
+
+
+@error_move("NO_GRAD_VIEW_BASE_INPLACE", clause="MODE-11", needs=("grad_modes", "views", "inplace"),
+            since=8)
+def no_grad_view_base_inplace(g: Any) -> bool:
+    """A view taken under no_grad of a tensor that requires grad (and sometimes a view of that
+    view, taken with grad mode on); its base written in place (a leaf under no_grad); then the
+    view's is_leaf or grad_fn read, or the view used in an op that records, which raises. Both
+    views are hidden from every later draw by the write (model.hide_nograd_views)."""
+    t = g.rg_tensor("base", lambda u: u.ndim >= 1 and not u.expanded and u.base is None
+                    and not u.inference and (u.leaf or g.inplace_ok(u)))
+    if not t.shape:
+        t = g.make_leaf(shape=(2,), rg=True)
+    stmt = Stmt("mode", params={"mode": "no_grad"})
+    saved_out, saved_mode = g.out, g.grad_enabled
+    g.out, g.grad_enabled = stmt.body, False
+    v = of("getitem").emit(g, t, g.draw_index(t))
+    g.out, g.grad_enabled = saved_out, saved_mode
+    g.emit(stmt, ["MODE-1", "MODE-4"])
+    if v.ndim and g.boolean("a view of the view", 25):
+        v = of("getitem").emit(g, v, g.draw_index(v))
+    errors_backward.modify_saved(g, t)
+    use = g.weighted("refused use", [(u, w) for u, w in _REFUSED_USES
+                                     if u != "grad_fn" or g.has("grad_fn")])
+    if use in ("is_leaf", "grad_fn"):
+        g.emit(Stmt("observe", target=v.name, params={"what": use}), ["MODE-11"],
+               "NO_GRAD_VIEW_BASE_INPLACE")
+    elif use == "op":
+        fn = g.choice("refused op", ["mul", "add", "neg", "exp"])
+        args = [v.name] + ([g.choice("number", NUMBERS)] if fn in ("mul", "add") else [])
+        g.emit(Stmt("call", out=g.fresh(), args=args, params={"fn": fn, "kw": {}}),
+               ["MODE-11"], "NO_GRAD_VIEW_BASE_INPLACE")
+    else:
+        g.emit(Stmt("getitem", out=g.fresh(), target=v.name, params={"index": [
+            {"slice": [0, None, None]}] if v.ndim else ["..."]}), ["MODE-11"],
+            "NO_GRAD_VIEW_BASE_INPLACE")
     return True
 
 

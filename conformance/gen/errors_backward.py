@@ -19,7 +19,7 @@ _VERSION_RECIPES = {True: (("saved output", 1), ("saved input", 1), ("saved leaf
                     False: (("saved output", 1), ("saved input", 1), ("saved leaf", 0))}
 
 
-def _modify_saved(g: Any, target: T) -> None:
+def modify_saved(g: Any, target: T) -> None:
     """Write target in place after an op saved it: under no_grad for a leaf (from vocabulary 6
     also for what may not be written with grad mode on, a view of a leaf that requires grad)."""
     if target.leaf or (g.vocabulary >= 6 and (target.nograd_view
@@ -69,7 +69,7 @@ def _write_saved(g: Any, target: T) -> None:
         if view is not None and g.inplace_ok(view):
             of("inplace").draw(g, view, "mul_")
             return
-    _modify_saved(g, target)
+    modify_saved(g, target)
 
 
 @error_move("VERSION_MISMATCH", clause="VER-7", needs=("inplace", "version_counter"),

@@ -95,6 +95,18 @@ VOCABULARY_6_DIGESTS = {
     ("core", 20, 0, 100):
         "a5db091e14843f9843eb4346fa20bed5af4c6463d1ff30770fb01b1ec50d8bea",
 }
+# Vocabulary 7 (`gradspec run`'s before vocabulary 8), recorded at dfad181 before the error
+# move of MODE-11 was drawn.
+VOCABULARY_7_DIGESTS = {
+    ("all", 20, 0, 150):
+        "228defb283bf101f90221c0128e41d0f38b96a2edf7bb8a5c1084bd3f763fab7",
+    ("all", 40, 3000, 50):
+        "ee2e22ddcb6e683ff7e2e187e3dc69f4c2cdffa0adcbdc1172efaf301579376f",
+    ("no-grad_fn", 20, 0, 100):
+        "0559861b002468e4f00b8e9cc875b0be69c543dd134dc2f156c10edbb3cfca6f",
+    ("core", 20, 0, 100):
+        "be7a833a44fe55c3827c706a242c3179b3be3f765a03e9a290a9b653a0fffec6",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -133,6 +145,11 @@ def test_vocabulary_4_programs_are_unchanged(key):
 @pytest.mark.parametrize("key", list(VOCABULARY_6_DIGESTS), ids=lambda k: "-".join(map(str, k)))
 def test_vocabulary_6_programs_are_unchanged(key):
     assert random_digest(*key, vocabulary=6) == VOCABULARY_6_DIGESTS[key]
+
+
+@pytest.mark.parametrize("key", list(VOCABULARY_7_DIGESTS), ids=lambda k: "-".join(map(str, k)))
+def test_vocabulary_7_programs_are_unchanged(key):
+    assert random_digest(*key, vocabulary=7) == VOCABULARY_7_DIGESTS[key]
 
 
 _SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,
