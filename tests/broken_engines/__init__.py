@@ -8,12 +8,13 @@ it is named for first, then those its mechanism breaks with it: a divergent prog
 of them as its primary clause (conformance/judge/verdict.py), the rule that defines what torch
 did at the first differing observation:
 - no_version_check resets the counter after each write, so `_version` does not count writes
-  (VER-2), and a graph that saves a tensor after a write sees a counter older than the one it
-  noted and raises where nothing changed (VER-8);
+  (VER-2), a graph that saves a tensor after a write sees a counter older than the one it
+  noted and raises where nothing changed (VER-8), and a view taken under no_grad is not
+  refused once its base is written, which torch tells by the counter (MODE-11);
 - retains_every_grad makes `retains_grad` True on every non-leaf (RETAIN-1);
 - no_grad_ignored leaves results of no_grad computations in the graph: they are no leaves
   (LEAF-3), in-place writes on leaves under no_grad raise (INPLACE-4), and views taken under
-  no_grad are not marked as such (MODE-9);
+  no_grad are not marked as such (MODE-9), nor refused once their base is written (MODE-11);
 - leaf_inplace_allowed writes under no_grad, so a view taken under no_grad, or in inference
   mode, can be modified in place with grad mode enabled (MODE-9, INFER-7).
 
@@ -24,12 +25,13 @@ each maps to what a campaign must report for it.
 from __future__ import annotations
 
 BROKEN = {
-    "tests.broken_engines.no_version_check:factory": ("VER-7", "VER-2", "VER-8"),
+    "tests.broken_engines.no_version_check:factory": ("VER-7", "VER-2", "VER-8", "MODE-11"),
     "tests.broken_engines.retains_every_grad:factory": ("RETAIN-7", "RETAIN-1"),
     "tests.broken_engines.reversed_hooks:factory": ("HOOK-2",),
     "tests.broken_engines.never_frees:factory": ("FREE-1",),
     "tests.broken_engines.leaf_inplace_allowed:factory": ("INPLACE-1", "MODE-9", "INFER-7"),
-    "tests.broken_engines.no_grad_ignored:factory": ("MODE-1", "LEAF-3", "INPLACE-4", "MODE-9"),
+    "tests.broken_engines.no_grad_ignored:factory": ("MODE-1", "LEAF-3", "INPLACE-4", "MODE-9",
+                                                  "MODE-11"),
 }
 
 FAULTS = {
