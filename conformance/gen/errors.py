@@ -166,28 +166,43 @@ def no_grad_view_inplace(g: Any) -> bool:
 
 # vocabulary 8: how MODE-11's refused view is used once its base was written
 _REFUSED_USES = (("is_leaf", 2), ("grad_fn", 2), ("op", 3), ("view op", 1))
+_ALLOWED_USES = (("none", 2), ("requires_grad", 1), ("value", 1))
 
 
 @error_move("NO_GRAD_VIEW_BASE_INPLACE", clause="MODE-11", needs=("grad_modes", "views", "inplace"),
             since=8)
 def no_grad_view_base_inplace(g: Any) -> bool:
     """A view taken under no_grad of a tensor that requires grad (and sometimes a view of that
-    view, taken with grad mode on); its base written in place (a leaf under no_grad); then the
-    view's is_leaf or grad_fn read, or the view used in an op that records, which raises. Both
-    views are hidden from every later draw by the write (model.hide_nograd_views)."""
+    view, taken with grad mode on); its base written in place (a leaf under no_grad); sometimes
+    what still works read (its requires_grad, still True, or its values); then the view's
+    is_leaf or grad_fn read, or the view used in an op that records, which raises. Both views
+    are hidden from every later draw by the write (model.hide_nograd_views)."""
+    # not a tensor torch may have made a view although the model calls it a copy (a reshape:
+    # Storage.may_reach), whose write would raise for its base instead
     t = g.rg_tensor("base", lambda u: u.ndim >= 1 and not u.expanded and u.base is None
-                    and not u.inference and (u.leaf or g.inplace_ok(u)))
+                    and not u.storage.may_reach and not u.inference
+                    and (u.leaf or g.inplace_ok(u)))
     if not t.shape:
         t = g.make_leaf(shape=(2,), rg=True)
     stmt = Stmt("mode", params={"mode": "no_grad"})
     saved_out, saved_mode = g.out, g.grad_enabled
     g.out, g.grad_enabled = stmt.body, False
-    v = of("getitem").emit(g, t, g.draw_index(t))
+    index = g.draw_index(t)
+    v = g.add_view(t, model.index_shape(t.shape, index), True, False)
+    g.emit(Stmt("getitem", out=v.name, target=t.name, params={"index": index}),
+           ["GRAPH-10", "MODE-1"])
     g.out, g.grad_enabled = saved_out, saved_mode
     g.emit(stmt, ["MODE-1", "MODE-4"])
     if v.ndim and g.boolean("a view of the view", 25):
-        v = of("getitem").emit(g, v, g.draw_index(v))
-    errors_backward.modify_saved(g, t)
+        index = g.draw_index(v)
+        u = g.add_view(v, model.index_shape(v.shape, index), True, False)
+        g.emit(Stmt("getitem", out=u.name, target=v.name, params={"index": index}),
+               ["GRAPH-10", "MODE-11"])
+        v = u
+    errors_backward.write_in_place(g, t)
+    allowed = g.weighted("allowed use", _ALLOWED_USES)
+    if allowed != "none":
+        g.emit(Stmt("observe", target=v.name, params={"what": allowed}), ["MODE-11"])
     use = g.weighted("refused use", [(u, w) for u, w in _REFUSED_USES
                                      if u != "grad_fn" or g.has("grad_fn")])
     if use in ("is_leaf", "grad_fn"):

@@ -19,9 +19,10 @@ _VERSION_RECIPES = {True: (("saved output", 1), ("saved input", 1), ("saved leaf
                     False: (("saved output", 1), ("saved input", 1), ("saved leaf", 0))}
 
 
-def modify_saved(g: Any, target: T) -> None:
-    """Write target in place after an op saved it: under no_grad for a leaf (from vocabulary 6
-    also for what may not be written with grad mode on, a view of a leaf that requires grad)."""
+def write_in_place(g: Any, target: T) -> None:
+    """Write target in place (after an op saved it, or after a view of it was taken under
+    no_grad): under no_grad for a leaf (from vocabulary 6 also for what may not be written
+    with grad mode on, a view of a leaf that requires grad), else by an in-place op."""
     if target.leaf or (g.vocabulary >= 6 and (target.nograd_view
                                               or model.leaf_rg_view(target))):
         write_under_no_grad(g, target)
@@ -69,7 +70,7 @@ def _write_saved(g: Any, target: T) -> None:
         if view is not None and g.inplace_ok(view):
             of("inplace").draw(g, view, "mul_")
             return
-    modify_saved(g, target)
+    write_in_place(g, target)
 
 
 @error_move("VERSION_MISMATCH", clause="VER-7", needs=("inplace", "version_counter"),
