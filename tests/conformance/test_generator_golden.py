@@ -132,24 +132,16 @@ def test_random_programs_are_unchanged(key):
     assert random_digest(*key) == RANDOM_DIGESTS[key]
 
 
-@pytest.mark.parametrize("key", list(VOCABULARY_3_DIGESTS), ids=lambda k: "-".join(map(str, k)))
-def test_vocabulary_3_programs_are_unchanged(key):
-    assert random_digest(*key, vocabulary=3) == VOCABULARY_3_DIGESTS[key]
+# Each vocabulary that was once `gradspec run`'s, frozen: its digests above.
+FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
+          7: VOCABULARY_7_DIGESTS}
 
 
-@pytest.mark.parametrize("key", list(VOCABULARY_4_DIGESTS), ids=lambda k: "-".join(map(str, k)))
-def test_vocabulary_4_programs_are_unchanged(key):
-    assert random_digest(*key, vocabulary=4) == VOCABULARY_4_DIGESTS[key]
-
-
-@pytest.mark.parametrize("key", list(VOCABULARY_6_DIGESTS), ids=lambda k: "-".join(map(str, k)))
-def test_vocabulary_6_programs_are_unchanged(key):
-    assert random_digest(*key, vocabulary=6) == VOCABULARY_6_DIGESTS[key]
-
-
-@pytest.mark.parametrize("key", list(VOCABULARY_7_DIGESTS), ids=lambda k: "-".join(map(str, k)))
-def test_vocabulary_7_programs_are_unchanged(key):
-    assert random_digest(*key, vocabulary=7) == VOCABULARY_7_DIGESTS[key]
+@pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
+                         ids=lambda x: "-".join(map(str, x)) if isinstance(x, tuple) else
+                         f"vocabulary-{x}")
+def test_frozen_vocabulary_programs_are_unchanged(vocabulary, key):
+    assert random_digest(*key, vocabulary=vocabulary) == FROZEN[vocabulary][key]
 
 
 _SETTINGS = dict(max_examples=60, derandomize=True, database=None, deadline=None,
