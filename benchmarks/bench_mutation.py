@@ -143,13 +143,16 @@ def check_imports(snap: Path, workdir: Path) -> str:
 def run_gradspec(snap: Path, workdir: Path, args) -> tuple[int | None, dict | None, float, str]:
     """One `gradspec run` on whatever refimpl the copy holds now: (exit, report, seconds, the
     last line it wrote to stderr). Shrinking is off: it changes neither the verdict nor which
-    programs diverge. A run still
+    programs diverge. It stops at the first failing program (`-x`): the verdict and the
+    programs to first catch are those of the whole run (the programs run in seed order and
+    stop only at a program that fails the run), and a killed mutant no longer costs a report
+    folder for each of its hundreds of divergent programs. A run still
     going after --mutant-timeout seconds (a mutant that hangs every backward costs gradspec's
     10 s per program) is interrupted as a user would, and its partial report read."""
     out = workdir / "run"
     cmd = [sys.executable, "-m", "conformance.cli", "run", "--engine", "refimpl",
            "--seed", str(args.run_seed), "--count", str(args.count), "-n", "1", "--quiet",
-           "--no-shrink", "--out", str(out)]
+           "--no-shrink", "--exitfirst", "--out", str(out)]
     t0 = time.perf_counter()
     with open(workdir / "stderr.txt", "w+b") as err:
         proc = subprocess.Popen(cmd, cwd=workdir, env=gradspec_env(snap),
@@ -299,7 +302,7 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
             "source": commit_of(args.rev), "modules": modules,
             "mutants_in_modules": len(mutants), "sample": args.sample, "sample_seed": args.seed,
             "gradspec_run": f"--engine refimpl --seed {args.run_seed} --count {args.count} "
-                            "-n 1 --quiet --no-shrink"}
+                            "-n 1 --quiet --no-shrink --exitfirst"}
     earlier = resumable(_read_json(args.resume, "--resume"), meta) if args.resume else {}
     meta["refimpl_imported_from"] = check_imports(snap, workdir)
     code, _, seconds, _ = run_gradspec(snap, workdir, args)

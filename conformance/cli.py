@@ -95,6 +95,12 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "until every clause a program can exercise is in N of them, reading at "
                    "most 1,500 more (default 20 when --count is 300 or more and no --source "
                    "is given, else 0: off)")
+    p.add_argument("--maxfail", type=limits.int_in(1, limits.MAX_COUNT), default=0,
+                   metavar="N", help="stop after N failing programs (the first N in seed "
+                   "order, whatever -n: the same report serially and in parallel); the run "
+                   "then exits 1, or 3 if it could not judge")
+    p.add_argument("-x", "--exitfirst", dest="maxfail", action="store_const", const=1,
+                   help="stop after the first failing program (--maxfail 1)")
 
 
 def _address(text: str) -> str:
@@ -157,6 +163,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.scheduler and args.jobs != 1:
         raise UsageError("-n/--jobs and --scheduler exclude each other: the cluster's workers "
                          "set how many programs run at once")
+    if args.scheduler and args.maxfail:
+        raise UsageError("--maxfail/--exitfirst and --scheduler exclude each other: a cluster "
+                         "runs its programs in slices that cannot stop at the N-th failure")
     source = _import_source(args.source) if args.source else default_source
     xfails = _load_xfails(args.xfail)
     unjudged = MAX_UNJUDGED if args.max_unjudged is None else args.max_unjudged
@@ -169,7 +178,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               shrink=not args.no_shrink, source=source, xfails=xfails,
                               probe=not args.no_probe, max_unjudged=unjudged,
                               classes=args.classes, scheduler=args.scheduler,
-                              per_clause=per_clause)
+                              per_clause=per_clause, maxfail=args.maxfail)
     except (EngineError, ClusterUnusable) as exc:
         raise UsageError(str(exc)) from None
     except ClusterFailed as exc:        # mid-run: nothing wrong with the input, no verdict

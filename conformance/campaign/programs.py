@@ -10,6 +10,7 @@ from typing import Any
 
 from ..engines import EngineError
 from . import worker
+from .failfast import Enough, StopAfter
 from .pool import Pool, PoolError, Task, context
 
 # a campaign's progress callback: (programs done, programs in all, failing, seconds so far)
@@ -41,14 +42,17 @@ def program_pool(engine_spec: str, oracle_spec: str, device: str, jobs: int, tim
 
 def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int],
                    jobs: int, timeout: float, options: dict[str, Any], shrink: bool,
-                   progress: Progress | None, pool: Pool | None = None
-                   ) -> list[dict[str, Any] | None]:
+                   progress: Progress | None, pool: Pool | None = None,
+                   stop: StopAfter | None = None) -> list[dict[str, Any] | None]:
     """Each program run in `jobs` worker processes, a divergent one shrunk (`options`: the
     workers', campaign/worker.py); results in seed order, crashes and hangs unshrunk. `pool`:
-    a program_pool of the same arguments whose workers are kept (`with pool:`) to use."""
+    a program_pool of the same arguments whose workers are kept (`with pool:`) to use. `stop`
+    (--maxfail, campaign/failfast.py): the programs after the prefix that reached its limit
+    are not run (None)."""
     results: list[dict[str, Any] | None] = [None] * len(seeds)
     counts = {"done": 0, "failing": 0}
     start = time.monotonic()
+    enough = stop.watch(seeds, results) if stop is not None else None
 
     def finish(task: Task, result: dict[str, Any]) -> None:
         if task.partial and not (result.get("divergences") or result.get("failure")):
@@ -58,11 +62,15 @@ def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[
         counts["failing"] += failing(result)
         if progress:
             progress(counts["done"], len(seeds), counts["failing"], time.monotonic() - start)
+        if enough is not None:
+            enough()
 
     if pool is None:
         pool = program_pool(engine_spec, oracle_spec, device, jobs, timeout, options, shrink)
     try:
         pool.run([Task(i, ("check", s), timeout) for i, s in enumerate(seeds)], finish)
+    except Enough as reached:
+        StopAfter.truncate(results, reached)
     except PoolError as exc:
         raise EngineError(str(exc)) from None
     except KeyboardInterrupt:

@@ -25,15 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..engines import EngineError, load_engine
-from ..engines.base import Engine
-from ..judge.compare import Divergence, is_harness
-from ..judge.verdict import attribute, claimed, group, lead, verdict
+from ..judge.verdict import group
 from ..judge.xfail import Xfail
-from ..judge.xfail import match as xfail_match
 from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
-from ..lang.trace import Trace
-from ..reports.classes import apply_classes, engine_claim, not_claimed
+from ..reports.classes import apply_classes, engine_claim
 from ..reports.progress import CampaignProgress
 from ..reports.report import (
     MAX_UNJUDGED,
@@ -41,12 +37,14 @@ from ..reports.report import (
     Report,
     apply_oracle_version,
     clause_rows,
+    newer_than,
     set_statuses,
-    write_divergence,
 )
 from ..spec.reader import CAPABILITIES, load_spec
 from . import worker
 from .coverage import SCAN, campaign_top_up, eligible
+from .entries import Context, column, fails_run, record, record_oracle_failure, regenerate
+from .failfast import StopAfter
 from .failures import shrink_failures
 from .outdir import Staging
 from .pool import Pool, PoolError, context
@@ -78,15 +76,20 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
                  caps: frozenset[str], jobs: int, timeout: float,
                  source: ProgramSource = default_source, shrink: bool = True,
                  progress: Progress | None = None, classes: frozenset[str] | None = None,
-                 scheduler: str | None = None) -> list[dict[str, Any]]:
+                 scheduler: str | None = None, stop: StopAfter | None = None
+                 ) -> list[dict[str, Any] | None]:
     """Results per program, in seed order; crashes and hangs become failure results. A
     divergent program is shrunk in a fresh worker (campaign/worker.py) for its first divergence
     in `classes` (None: the engine's claim); then the crashes and hangs are (failures.py: the
     first few of each kind over the whole run). Ctrl-C raises Interrupted with the results so
     far. With `scheduler`, the address of a Dask scheduler, the programs run on its cluster
-    (campaign/cluster.py) and `jobs` is not used; the crashes are shrunk here."""
+    (campaign/cluster.py) and `jobs` is not used; the crashes are shrunk here. With `stop`
+    (--maxfail, campaign/failfast.py), the programs after the prefix holding its limit of
+    failing ones are not run (None)."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    if scheduler and stop is not None:
+        raise ValueError("--maxfail is not available with --scheduler")
     options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout,
                "classes": classes}
     if scheduler:
@@ -98,7 +101,7 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
                                  options, shrink, progress, versions)
     else:
         results = check_programs(engine_spec, oracle_spec, device, seeds, jobs, timeout,
-                                 options, shrink, progress)
+                                 options, shrink, progress, stop=stop)
     try:
         if shrink and any(r and "failure" in r for r in results):
             shrink_failures(lambda: Pool(
@@ -106,11 +109,13 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
                 (engine_spec, oracle_spec, device, options), worker.work,
                 lambda task, what, detail, who, path: worker.failure(
                     None, what, detail, who, path)),
-                results, lambda i: _regenerate(source, seeds[i], caps, size), timeout)
+                results, lambda i: regenerate(source, seeds[i], caps, size), timeout)
     except PoolError as exc:
         raise EngineError(str(exc)) from None
     except KeyboardInterrupt:
         raise Interrupted(results) from None
+    if stop is not None and stop.stopped:
+        return results      # None: not run, after the prefix that reached --maxfail
     return [r or {} for r in results]
 
 
@@ -121,7 +126,8 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                  shrink: bool = True, xfails: list[Xfail] | None = None,
                  probe: bool = True, max_unjudged: float = MAX_UNJUDGED,
                  classes: list[str] | tuple[str, ...] | None = None,
-                 scheduler: str | None = None, per_clause: int = 0) -> Report:
+                 scheduler: str | None = None, per_clause: int = 0, maxfail: int = 0
+                 ) -> Report:
     """Run `count` generated programs on engine and oracle; write OUT/report.json and a folder
     per divergent, crashed or timed-out program; return the Report (its exit_code: see
     Report.exit_code).
@@ -135,9 +141,13 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     probed (conformance/judge/probes.py). With `scheduler` (a Dask scheduler's address) the
     programs run on that cluster (campaign/cluster.py), with the report a serial run writes.
     With `per_clause`, further programs of the stream are run until every clause a program can
-    exercise is exercised by that many (campaign/coverage.py; the report's `coverage`)."""
+    exercise is exercised by that many (campaign/coverage.py; the report's `coverage`).
+    With `maxfail`, the run stops once that many programs fail it (campaign/failfast.py; the
+    report's `stopped`)."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    if scheduler and maxfail:
+        raise ValueError("--maxfail is not available with --scheduler")
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
     if scheduler:
         from .cluster import check
@@ -150,7 +160,9 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
                     spec.version, seed, count, size, jobs, capabilities=sorted(caps),
                     timeout=timeout, max_unjudged=max_unjudged, classes=list(claims),
-                    scheduler=scheduler or "")
+                    scheduler=scheduler or "", maxfail=maxfail)
+    too_new = {c.id for c in spec.clauses.values() if newer_than(c.since, oracle.version)}
+    stop = StopAfter(maxfail, fails_run(claims, too_new, xf)) if maxfail else None
     start = time.monotonic()
     try:
         if probe:
@@ -159,14 +171,16 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                                                       timeout, list(CAPABILITIES))
         seeds = program_seeds(seed, count)
         run = functools.partial(_run_part, engine_spec, oracle_spec, device, size, caps, jobs,
-                                timeout, source, shrink, progress, frozenset(claims), scheduler)
+                                timeout, source, shrink, progress, frozenset(claims), scheduler,
+                                stop)
         results, report.complete = run(seeds, None)
-        if per_clause > 0 and report.complete:
+        if per_clause > 0 and report.complete and not (stop and stop.stopped):
             further = program_seeds(seed, count + SCAN)[count:]
             seeds, results, report.complete, report.coverage = campaign_top_up(
                 run, seeds, results, further, source, caps, size, per_clause, max_unjudged)
-        ctx = _Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
+        ctx = Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
                        claims)
+        report.stopped = bool(stop and stop.stopped)
         _collect(report, spec, ctx, seeds, results, xf)
         if report.coverage:     # what is short after the programs ran, not as drawn
             report.coverage["short"] = {
@@ -189,14 +203,15 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
 def _run_part(engine_spec: str, oracle_spec: str, device: str, size: int, caps: frozenset[str],
               jobs: int, timeout: float, source: ProgramSource, shrink: bool,
               progress: Progress | bool | None, claims: frozenset[str], scheduler: str | None,
-              seeds: list[int], what: str | None) -> tuple[list[dict[str, Any] | None], bool]:
+              stop: StopAfter | None, seeds: list[int], what: str | None
+              ) -> tuple[list[dict[str, Any] | None], bool]:
     """run_programs on `seeds` behind a progress bar named `what` (progress True): the
     results, None for a program not run, and whether all ran (False: interrupted)."""
     bar = CampaignProgress(what=what) if progress is True else None
     try:
         return list(run_programs(engine_spec, oracle_spec, device, seeds, size, caps, jobs,
                                  timeout, source, shrink, bar or progress or None, claims,
-                                 scheduler)), True
+                                 scheduler, stop)), True
     except Interrupted as stop:
         return list(stop.results), False
     finally:
@@ -204,18 +219,7 @@ def _run_part(engine_spec: str, oracle_spec: str, device: str, size: int, caps: 
             bar.close()
 
 
-class _Context:
-    """What recording a program's folder needs to know about the run."""
-
-    def __init__(self, engine: Engine, engine_spec: str, oracle_spec: str,
-                 caps: frozenset[str], size: int, source: ProgramSource, out: Path,
-                 classes: tuple[str, ...]):
-        self.engine, self.engine_spec, self.oracle_spec = engine, engine_spec, oracle_spec
-        self.caps, self.size, self.source, self.out = caps, size, source, out
-        self.classes = classes      # the conformance classes judged
-
-
-def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
+def _collect(report: Report, spec, ctx: Context, seeds: list[int],
              results: list[dict[str, Any] | None], xf: list[Xfail]) -> None:
     """Fill the report from the results of the programs run (None: not run, interrupted)."""
     exercised: dict[str, int] = {}
@@ -230,9 +234,9 @@ def _collect(report: Report, spec, ctx: _Context, seeds: list[int],
             exercised[cid] = exercised.get(cid, 0) + 1
             report.first_programs.setdefault(cid, index)
         if r.get("oracle_failure"):
-            report.oracle_failures.append(_record_oracle_failure(index, pseed, r, ctx))
+            report.oracle_failures.append(record_oracle_failure(index, pseed, r, ctx))
             continue
-        entry = _record(index, pseed, r, ctx)
+        entry = record(index, pseed, r, ctx)
         if entry is None:
             continue
         # not applicable: its divergences are of classes the engine does not claim
@@ -262,27 +266,23 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
     expected: dict[str, int] = {}
     used: set[int] = set()
     for entry in entries:
-        primary = entry["primary"]
-        if is_harness(entry):       # gradspec's own failure: nothing excuses it
-            report.divergences.append(entry)
-        elif primary and all(c in too_new for c in primary):
+        where, x = column(entry, too_new, xf)
+        if where == "not_applicable":
             entry["not_applicable"] = "; ".join(
-                f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in primary)
-            report.not_applicable.append(entry)
-        elif (x := xfail_match(xf, primary, entry["program_seed"],
-                               entry.get("signature", ""), entry.get("class"))) is not None:
+                f"{c}: {rows[c].get('reason', 'newer than the oracle')}" for c in entry["primary"])
+        elif x is not None:
             entry["xfail"] = x.to_json()
             used.add(x.line)
-            report.expected_failures.append(entry)
-            for cid in primary:
+            for cid in entry["primary"]:
                 expected[cid] = expected.get(cid, 0) + 1
-        else:
-            report.divergences.append(entry)
+        getattr(report, where).append(entry)
     report.not_applicable.sort(key=lambda e: e["index"])
     from ..generate import NOT_GENERATED
     set_statuses(spec, rows, frozenset(report.capabilities), expected, report.programs,
                  too_new, NOT_GENERATED)
     diverged = {e["program_seed"] for e in entries}
+    if report.stopped:      # the programs not run might have been the ones an entry expects
+        return
     report.stale_xfails = stale_xfails(xf, set(spec.clauses), rows,
                                        {s: s in diverged for s in seeds}, used)
 
@@ -295,90 +295,3 @@ def _relocate(report: Report, staging: Staging) -> None:
             for key in PATH_KEYS:
                 if entry.get(key):
                     entry[key] = staging.final(entry[key])
-
-
-def _regenerate(source: ProgramSource, pseed: int, caps: frozenset[str], size: int) -> Program:
-    try:
-        return source(pseed, caps, size)
-    except Exception:
-        return Program([], seed=pseed)
-
-
-def _record_oracle_failure(index: int, pseed: int, r: dict[str, Any], ctx: _Context
-                           ) -> dict[str, Any]:
-    detail = r["oracle_failure"]
-    program = _regenerate(ctx.source, pseed, ctx.caps, ctx.size)
-    folder = ctx.out / "oracle-failures" / f"{index:04d}-seed{pseed}"
-    div = Divergence("", "program", "oracle failure", detail, "not judged")
-    paths = write_divergence(folder, program, None, None, [div], ctx.engine, ctx.engine_spec,
-                             ctx.oracle_spec)
-    return {"index": index, "program_seed": pseed, "detail": detail, "folder": str(folder),
-            "repro_torch": paths["repro_torch"]}
-
-
-def _failed_program(r: dict[str, Any], pseed: int, ctx: _Context
-                    ) -> tuple[Program, list[Divergence]]:
-    """A crashed or hung program: shrunk (campaign/failures.py), or regenerated (it is
-    deterministic) and cut after the statement that was running when the engine runs one
-    statement at a time; or a gradspec bug's."""
-    if r.get("program"):
-        program = Program.from_json(r["program"])
-        div = Divergence.from_json(r["failure"])
-        stmts = dict(program.walk())
-        if div.path in stmts:
-            div.op, div.clauses = stmts[div.path].op, list(stmts[div.path].clauses)
-        return program, [div]
-    program = _regenerate(ctx.source, pseed, ctx.caps, ctx.size)
-    if r.get("internal"):
-        return program, [Divergence("", "program", "internal", "completed (a gradspec bug: "
-                                    "see the traceback in report.json)",
-                                    r["internal"].strip().splitlines()[-1])]
-    div = Divergence.from_json(r["failure"])
-    stmts = dict(program.walk())
-    if div.path in stmts:
-        div.op, div.clauses = stmts[div.path].op, list(stmts[div.path].clauses)
-        top = int(div.path.split(".")[0])
-        if ctx.engine.granularity == "statement" and top + 1 < len(program.statements):
-            program = Program(program.statements[:top + 1], seed=program.seed,
-                              meta={**program.meta, "minimized_from": len(stmts)})
-    return program, [div]
-
-
-def _record(index: int, pseed: int, r: dict[str, Any], ctx: _Context
-            ) -> dict[str, Any] | None:
-    """Write the folder of a divergent, crashed or timed-out program; its entry for
-    report.json (None if the program passed)."""
-    if not (r.get("divergences") or r.get("failure") or r.get("internal")):
-        return None
-    oracle_trace = engine_trace = None
-    if r.get("divergences"):
-        program = Program.from_json(r["program"])
-        divs = [Divergence.from_json(d) for d in r["divergences"]]
-        oracle_trace, engine_trace = Trace.from_json(r["oracle"]), Trace.from_json(r["engine"])
-    else:
-        program, divs = _failed_program(r, pseed, ctx)
-    attribute(program, oracle_trace, engine_trace, [d for d in divs if not d.signature])
-    column = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
-    folder = ctx.out / column / f"{index:04d}-seed{pseed}"
-    paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, ctx.engine,
-                             ctx.engine_spec, ctx.oracle_spec, r.get("graphs"))
-    # `clauses`: every clause involved (the backward slices); `primary`: the clause defining
-    # what the oracle did at the first divergence, which the per-clause table counts and
-    # expected failures match, and `signature` its kind of problem (judge/verdict.py)
-    cites: dict[str, None] = {}
-    for d in divs:
-        cites.update(dict.fromkeys(d.clauses))
-    primary, signature = verdict(divs, ctx.classes)
-    first = lead(divs, ctx.classes)     # the first divergence in a claimed class, if any
-    head = divs[0] if claimed(divs[0], ctx.classes) else first
-    unclaimed = not_claimed(first.cls, ctx.classes)
-    return {"index": index, "program_seed": pseed, "what": head.what,
-            "path": head.path, "clauses": list(cites), "primary": primary,
-            "signature": signature, "class": first.cls,
-            **({"not_applicable": unclaimed} if unclaimed else {}),
-            "statements": sum(1 for _ in program.walk()),
-            "minimized_from": program.meta.get("minimized_from"), "first": str(head),
-            "folder": str(folder), **{k: v for k, v in paths.items()},
-            **({"traceback": r["internal"]} if r.get("internal") else {}),
-            **{k: getattr(divs[0], k) for k in ("segment", "localised_to")
-               if getattr(divs[0], k) is not None}}

@@ -170,6 +170,8 @@ class Report:
     # the per-clause minimum (campaign/coverage.py): per_clause, programs added, programs read
     # to find them, clauses still short; empty when the run asked for none
     coverage: dict[str, Any] = field(default_factory=dict)
+    maxfail: int = 0                        # --maxfail (campaign/failfast.py); 0: none
+    stopped: bool = False                   # True: stopped at `maxfail` failing programs
 
     @property
     def exit_code(self) -> int:
@@ -344,7 +346,9 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
           f"{len(report.crashes)} crashed, {len(report.timeouts)} timed out, "
           f"{len(report.oracle_failures)} oracle failures, {report.seconds:.1f} s"
           + ("" if report.complete else f" (INCOMPLETE: interrupted, {report.programs} of "
-             f"{report.count} programs ran)"))
+             f"{report.count} programs ran)")
+          + (f" (stopped at {report.maxfail} failing program(s), --maxfail: the programs "
+             "after the last of them were not run)" if report.stopped else ""))
     if report.coverage:
         print(coverage_line(report.coverage, report.count))
     if report.classes:
