@@ -302,6 +302,7 @@ class View(Kind):
     name = "view"
     param_keys = ("fn", "kw")
     weight = 7
+    reweighted = ((9, 21),)     # vocabulary 9: views were 1% of the statements drawn
     doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
     caps = ("views",)
     aliases = shares_version = True     # reshape may copy (UNSPEC-3): counted as sharing
@@ -355,6 +356,7 @@ class Getitem(Kind):
     name = "getitem"
     param_keys = ("index",)
     weight = 5
+    reweighted = ((9, 10),)     # vocabulary 9, with the views
     doc = "out = target[index]. params: index (INDEX encoding)"
     caps = ("views",)
     aliases = shares_version = True

@@ -107,6 +107,18 @@ VOCABULARY_7_DIGESTS = {
     ("core", 20, 0, 100):
         "be7a833a44fe55c3827c706a242c3179b3be3f765a03e9a290a9b653a0fffec6",
 }
+# Vocabulary 8 (`gradspec run`'s before vocabulary 9), recorded at dfda162 before views and
+# indexing were drawn more often.
+VOCABULARY_8_DIGESTS = {
+    ("all", 20, 0, 150):
+        "b7ed6b19f5cd5a4e08fb34d4342743b92a82a0c0f45be3cdb06a2220866512ce",
+    ("all", 40, 3000, 50):
+        "a9ab96899a59f5805801472b3d7f97b9a5616f720e3395f2b4e7c412dae70ed4",
+    ("no-grad_fn", 20, 0, 100):
+        "94ee9c549eb18775fbe89376147b302f03b0c239c4330e98df11b665db5bfe90",
+    ("core", 20, 0, 100):
+        "c550d1b11044a969eec1693cd4cf2eb07c668b7a81c2c194a8396184a43f2cc0",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -134,7 +146,7 @@ def test_random_programs_are_unchanged(key):
 
 # Each vocabulary that was once `gradspec run`'s, frozen: its digests above.
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
-          7: VOCABULARY_7_DIGESTS}
+          7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
