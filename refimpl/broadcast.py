@@ -1,6 +1,20 @@
 """Broadcast shapes: summing a broadcast gradient back to its input's shape (LEAF-8), used by the
-engine's validation of each gradient and by expand's backward."""
+engine's validation of each gradient and by expand's backward; the shape two operands broadcast
+to, with torch's error when they do not."""
 from __future__ import annotations
+
+from . import errors
+
+
+def shape_of(a, b):
+    """The shape operands of shapes a and b broadcast to; torch's RuntimeError (of no spec kind)
+    when they do not, rather than the array library's own error."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in reversed(range(n)):        # torch names the last dim that does not match
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise errors.size_mismatch(a[i], b[i], i)
+    return tuple(y if x == 1 else x for x, y in zip(a, b, strict=True))
 
 
 def sum_to(xp, g, shape):

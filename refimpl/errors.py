@@ -240,6 +240,18 @@ def partial_overlap():
                         "tensor before performing the operation.")
 
 
+def broadcast_output(shape, wanted):
+    """An in-place op whose operands broadcast to a larger shape than its target's: no kind."""
+    return RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                        f"{list(wanted)}")
+
+
+def size_mismatch(a, b, dim):
+    """Shapes that do not broadcast (copy_'s source and target): no kind."""
+    return RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                        f"non-singleton dimension {dim}")
+
+
 def overlapping_write():  # LEAF-12
     return RuntimeError("unsupported operation: more than one element of the written-to tensor "
                         "refers to a single memory location. Please clone() the tensor before "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 
-from .. import dtypes
+from .. import broadcast, dtypes
 from ..differentiable import array, diagonal, math, unpack
 from ..differentiable import zeros_like as _zeros
 from ..tensor import Tensor, needs, record, saved, saved_result, wrap
@@ -18,6 +18,8 @@ from ..tensor import Tensor, needs, record, saved, saved_result, wrap
 def _operands(a: Tensor, b):
     """Arrays (or a Python scalar) of a binary op, promoted as torch promotes them."""
     if isinstance(b, Tensor):
+        if a._data.shape != b._data.shape:
+            broadcast.shape_of(a._data.shape, b._data.shape)   # torch's error if they do not
         if b._dtype is a._dtype:
             return a._data, b._data, a._be
         want = dtypes.result_type((a, b))

@@ -10,7 +10,7 @@ CopySlices for a view). zero_, fill_ and copy_ exist only in place.
 """
 from __future__ import annotations
 
-from .. import errors, grad_mode
+from .. import broadcast, errors, grad_mode
 from ..differentiable import math
 from ..differentiable import zeros_like as _zeros
 from ..node import Node
@@ -80,7 +80,11 @@ def _dense(a, be) -> bool:
 
 def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
     """Finish an in-place op computed out of place as `res`: write res into t's storage, bump the
-    version, and make res's node t's history (or its base's, through CopySlices)."""
+    version, and make res's node t's history (or its base's, through CopySlices). The target
+    keeps its shape: operands that broadcast it larger are refused, as torch's TensorIterator
+    refuses an output of another shape, before anything is written."""
+    if not fill and res._data.shape != t._data.shape:
+        raise errors.broadcast_output(t._data.shape, res._data.shape)
     node = res._grad_fn
     if node is not None:
         for s in node.saved:
@@ -228,6 +232,9 @@ def copy_(a, src):                          # CopyBackwards; saves: nothing
     if arr.shape == a._data.shape and be.address(arr) == be.address(a._data) \
             and be.strides(arr) == be.strides(a._data):
         arr = a._data  # the same data: torch's copy_ returns early
+    if arr.shape != a._data.shape and (full := broadcast.shape_of(a._data.shape, arr.shape)) \
+            != a._data.shape:
+        raise errors.broadcast_output(a._data.shape, full)
     arr = xp.broadcast_to(arr, a._data.shape) if arr is not a._data else arr
     out, _ = record(arr, a._be, "torch::autograd::CopyBackwards", _copy_bw, (a, src))
     return commit_inplace(a, out)

@@ -188,6 +188,29 @@ def test_overlap_and_expand_errors():
     same(prog)
 
 
+@pytest.mark.parametrize("target, operand", [((3,), (2, 3)), ((1, 3), (2, 3)), ((2, 1), (2, 3)),
+                                             ((2, 3), (3, 2)), ((), (2,)), ((2, 3), (2, 1))])
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_", "div_", "copy_", "+="])
+def test_inplace_ops_keep_their_targets_shape(op, target, operand):
+    """An operand that broadcasts the target larger is refused with torch's error of no kind,
+    not as an overlapping write, and nothing is written; one that broadcasts to the target's
+    shape is written."""
+    def prog(lib):
+        y = lib.full(target, 2.0, dtype=lib.float64)
+        other = lib.full(operand, 3.0, dtype=lib.float64)
+        try:
+            if op == "+=":
+                y += other
+            else:
+                getattr(y, op)(other)
+            outcome = "ok"
+        except RuntimeError as e:
+            outcome = str(e)
+        return [outcome, y, y._version]
+    got = same(prog)
+    assert (got[0] == "ok") == (operand == (2, 1) or target == operand), got
+
+
 def test_gradients_returned_as_views_made_under_no_grad():
     """A gradient that torch's formula returns as a view (sum's expand, a view op's inverse) is a
     view made under no_grad: in-place on it with grad mode on raises (MODE-9)."""
