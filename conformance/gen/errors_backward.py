@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import model
 from ..kinds import of
-from ..lang.ops import ROWS, SAVES_INPUT, SAVES_OUTPUT
+from ..lang.ops import INPLACE_HOLDS, ROWS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Stmt
 from ..model import T
 from ..model.tables import SHAPES
@@ -76,20 +76,16 @@ def _write_saved(g: Any, target: T) -> None:
 @error_move("VERSION_MISMATCH", clause="VER-7", needs=("inplace", "version_counter"),
             natural="version_counter")
 def version_mismatch(g: Any) -> bool:
-    """An op saves a tensor; the tensor is modified in place; backward raises."""
-    recipe = g.weighted("recipe", _VERSION_RECIPES[g.has("grad_modes")])
-    a = g.rg_tensor("saving op input", (lambda u: u.leaf) if recipe == "saved leaf" else None)
-    if recipe == "saved input" and a.leaf:
-        a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
-    if recipe == "saved output":
-        fn, kw = _saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])
-        y = g.call1(a, fn, [], kw, ["VER-10"])
-        target = y
+    """An op saves a tensor; the tensor is modified in place; backward raises. From vocabulary
+    10 also an in-place op that is its own operand (y.mul_(y)): it saves its operand, the
+    target, which its own write then bumps."""
+    recipes = _VERSION_RECIPES[g.has("grad_modes")] + (
+        (("operand of itself", 1),) if g.vocabulary >= 10 else ())
+    recipe = g.weighted("recipe", recipes)
+    if recipe == "operand of itself":
+        y = _own_operand(g)
     else:
-        fn, kw = _saving_op(g, SAVES_INPUT, ["sin", "cos", "pow"])
-        y = g.call1(a, fn, [], kw, ["VER-9"])
-        target = a
-    _write_saved(g, target)
+        y = _saved_and_written(g, recipe)
     root = y if not y.shape else g.sum_of(y)
     leaves = [u for u in g.live(lambda u: u.leaf and u.rg and u.node is not None)
               if u.node in model.reach([root.node])]
@@ -103,6 +99,37 @@ def version_mismatch(g: Any) -> bool:
     inputs = [leaves[0]] if g.vocabulary >= 3 and leaves and g.has("backward_inputs") \
         and g.boolean("through inputs=", 25) else []
     return g.emit_backward(root, [], retain=None, inputs=inputs, kind="VERSION_MISMATCH")
+
+
+def _saved_and_written(g: Any, recipe: str) -> T:
+    """An op's result whose graph saved a tensor written in place since (the recipes of
+    vocabularies before 10): the result."""
+    a = g.rg_tensor("saving op input", (lambda u: u.leaf) if recipe == "saved leaf" else None)
+    if recipe == "saved input" and a.leaf:
+        a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
+    if recipe == "saved output":
+        fn, kw = _saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])
+        y = g.call1(a, fn, [], kw, ["VER-10"])
+        target = y
+    else:
+        fn, kw = _saving_op(g, SAVES_INPUT, ["sin", "cos", "pow"])
+        y = g.call1(a, fn, [], kw, ["VER-9"])
+        target = a
+    _write_saved(g, target)
+    return y
+
+
+def _own_operand(g: Any) -> T:
+    """y.mul_(y) or y.div_(y) on a non-leaf: mul_ and div_ save their operand, y itself, whose
+    version their own write moves on (VER-7, VER-9); y."""
+    y = g.call1(g.rg_tensor("own operand input"), "mul", [2.0], {}, ["GRAPH-6"])
+    fn = g.choice("own operand fn", ["mul_", "div_"])
+    version = y.storage.version
+    cl = g.apply_inplace(y, [y], False, holds=fn in INPLACE_HOLDS) + list(ROWS[fn].clauses)
+    y.node.saved.append((y.storage, version))
+    g.emit(Stmt("inplace", target=y.name, args=[y.name], params={"fn": fn, "kw": {}}),
+           cl + ["VER-9"])
+    return y
 
 
 @error_move("GRAPH_FREED", clause="FREE-1", needs=("retain_graph",), natural="retain_graph")

@@ -23,7 +23,11 @@ from __future__ import annotations
 # a view form (unsqueeze by a dim counted from the end, squeeze of a size-1 dim) came up a
 # handful of times, and the mutation score (benchmarks/README.md) found refimpl's view code
 # the least watched.
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+# Vocabulary 10 draws more forms of three errors (gen/errors.py, gen/errors_backward.py):
+# PARTIAL_OVERLAP by a transposed operand or target, a one-element target and an operand
+# before its target; VERSION_MISMATCH by an in-place op that is its own operand (y.mul_(y));
+# and the new move SELF_OVERLAPPING_WRITE, a backward into an expanded .grad (LEAF-12).
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills

@@ -119,6 +119,18 @@ VOCABULARY_8_DIGESTS = {
     ("core", 20, 0, 100):
         "c550d1b11044a969eec1693cd4cf2eb07c668b7a81c2c194a8396184a43f2cc0",
 }
+# Vocabulary 9 (`gradspec run`'s before vocabulary 10), recorded at d3443bf before more forms
+# of three errors were drawn.
+VOCABULARY_9_DIGESTS = {
+    ("all", 20, 0, 150):
+        "34d01beb74c7ee9a67ec98e6cb61f1e1259b3427044ae8648ac920cdd79dc819",
+    ("all", 40, 3000, 50):
+        "c49ebd0dd968b6a62636fc9fd8051a097273d46f633817a085c87d468b211d3a",
+    ("no-grad_fn", 20, 0, 100):
+        "8bec237b713c589acf0694f5c44e93ac31928561f89721d81c05fefd89e3fee5",
+    ("core", 20, 0, 100):
+        "914405fa2750d972d040bc791bf9fe193fa9fb3c0f4543f5955ec7cf7c354454",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -146,7 +158,8 @@ def test_random_programs_are_unchanged(key):
 
 # Each vocabulary that was once `gradspec run`'s, frozen: its digests above.
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
-          7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS}
+          7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
+          9: VOCABULARY_9_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
