@@ -176,7 +176,9 @@ def test_a_campaign_reports_the_segment_and_where_the_replay_localised_it(tmp_pa
         assert entry["localised_to"] == UNIT and entry["segment"]
         assert f"segment {entry['segment']}" in entry["first"].splitlines()[0]
         assert "eager replay does not diverge" in entry["first"].splitlines()[0]
+    # seed 4: 4 of its 6 programs diverge at generator vocabulary 10 (a new vocabulary draws
+    # other programs: pick again if this finds none)
     plain = run_campaign("tests.broken_engines.no_grad_ignored:factory", "torch", count=6,
-                         size=20, seed=8, out_dir=tmp_path / "plain", progress=None, probe=False)
+                         size=20, seed=4, out_dir=tmp_path / "plain", progress=None, probe=False)
     assert plain.divergences
     assert all("localised_to" not in d and "segment" not in d for d in plain.divergences)
