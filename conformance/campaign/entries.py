@@ -129,11 +129,12 @@ def judge(program: Program, divs: list[Divergence], oracle_trace: Trace | None,
 def column(entry: dict[str, Any], too_new: set[str] | frozenset[str],
            xfails: list[Xfail]) -> tuple[str, Xfail | None]:
     """Where a divergent program's entry goes: "divergences" (it fails the run: a harness
-    error always does), "not_applicable" (its primary clauses are all newer than the oracle),
-    or "expected_failures" with the expected-failure entry that matches it."""
+    error or an internal error of gradspec always does), "not_applicable" (its primary
+    clauses are all newer than the oracle), or "expected_failures" with the expected-failure
+    entry that matches it."""
     primary = entry["primary"]
-    if is_harness(entry):       # gradspec's own failure: nothing excuses it
-        return "divergences", None
+    if is_harness(entry) or entry.get("what") == "internal":    # gradspec's own failure:
+        return "divergences", None                              # nothing excuses it
     if primary and all(c in too_new for c in primary):
         return "not_applicable", None
     x = xfail_match(xfails, primary, entry["program_seed"], entry.get("signature", ""),

@@ -38,6 +38,7 @@ class StopAfter:
         self.limit, self.fails = limit, fails
         self.failing = 0
         self.stopped = False
+        self.at: Enough | None = None       # where it stopped, in the part that reached it
 
     def watch(self, seeds: list[int], results: list[dict[str, Any] | None]
               ) -> Callable[[], None]:
@@ -51,8 +52,8 @@ class StopAfter:
                 if self.fails(seeds[cursor], results[cursor]):  # type: ignore[arg-type]
                     self.failing += 1
                     if self.failing >= self.limit:
-                        self.stopped = True
-                        raise Enough(cursor)
+                        self.stopped, self.at = True, Enough(cursor)
+                        raise self.at
                 cursor += 1
         return check
 

@@ -73,7 +73,9 @@ def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[
         StopAfter.truncate(results, reached)
     except PoolError as exc:
         raise EngineError(str(exc)) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:       # (while the pool stopped, the stop's prefix stands)
+        if stop is not None and stop.at is not None:
+            StopAfter.truncate(results, stop.at)
         raise Interrupted(results) from None
     return results
 

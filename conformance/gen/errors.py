@@ -286,8 +286,11 @@ def self_overlapping_write(g: Any) -> bool:
                 params={"fn": "expand", "kw": {"size": list(x.shape)}}), ["GRAPH-10", "VER-13"])
     x.has_grad = True
     g.emit(Stmt("set_grad", target=x.name, args=[grad.name]), ["LEAF-12", "LEAF-13"])
-    root = g.sum_of(g.call1(x, "mul", [2.0], {}, ["GRAPH-6"]))
+    y = g.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
+    root = g.sum_of(y)
     g.emit_backward(root, [], retain=None, inputs=[], kind="SELF_OVERLAPPING_WRITE")
+    # the nodes before x's accumulator ran and freed what they saved: nothing uses them again
+    y.hidden = root.hidden = True
     x.has_grad = False
     g.emit(Stmt("set_grad", target=x.name, args=[None]), ["LEAF-14"])
     return True

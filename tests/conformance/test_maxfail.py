@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.campaign.entries import column, fails_run, judge
 from conformance.campaign.failfast import Enough, StopAfter
 from conformance.cli import main
+from conformance.judge.compare import Divergence
 from conformance.judge.xfail import parse
+from conformance.lang.program import Program
 from conformance.runner import program_seeds, run_campaign
 from tests.conformance.test_executor import MOD, source
 
@@ -111,3 +114,15 @@ def test_exitfirst_is_maxfail_1(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and "(stopped at 1 failing program(s), --maxfail" in out
     assert "1 divergent programs, 1 distinct problem(s)" in out
+
+
+@pytest.mark.parametrize("entry", ["seed:123  known", "sig:*  every problem",
+                                   "sig:program/internal/*  gradspec's own"])
+def test_an_internal_error_of_gradspec_is_never_excused(entry):
+    """The stop counts gradspec's own errors as failing, so no expected-failure entry may move
+    one out of the failing divergences either: a run stopped at one never exits 0."""
+    classes, xf = ("core", "torch-observable", "diagnostics"), parse(entry + "\n")
+    div = Divergence("", "program", "internal", "completed", "ValueError: boom")
+    judged = {"program_seed": 123, **judge(Program([], seed=123), [div], None, None, classes)}
+    assert column(judged, set(), xf) == ("divergences", None)
+    assert fails_run(classes, set(), xf)(123, {"internal": "Traceback\nValueError: boom"})
