@@ -37,7 +37,7 @@ from ..reports.report import (
     Report,
     apply_oracle_version,
     clause_rows,
-    newer_than,
+    newer_clauses,
     set_statuses,
 )
 from ..spec.reader import CAPABILITIES, load_spec
@@ -161,7 +161,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                     spec.version, seed, count, size, jobs, capabilities=sorted(caps),
                     timeout=timeout, max_unjudged=max_unjudged, classes=list(claims),
                     scheduler=scheduler or "", maxfail=maxfail)
-    too_new = {c.id for c in spec.clauses.values() if newer_than(c.since, oracle.version)}
+    too_new = newer_clauses(spec, oracle.version)     # as the report's rows will say
     stop = StopAfter(maxfail, fails_run(claims, too_new, xf)) if maxfail else None
     start = time.monotonic()
     try:

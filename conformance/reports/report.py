@@ -254,17 +254,21 @@ def newer_than(since: str, version: str) -> bool:
     return a + (0,) * (n - len(a)) > b + (0,) * (n - len(b))
 
 
+def newer_clauses(spec, oracle_version: str) -> set[str]:
+    """The IDs of the spec's clauses newer than the oracle's release."""
+    return {cid for cid, c in spec.clauses.items() if newer_than(c.since, oracle_version)}
+
+
 def apply_oracle_version(spec, rows: dict[str, dict[str, Any]], oracle_version: str) -> set[str]:
     """Clauses newer than the oracle's release become not applicable, with the reason; returns
     their IDs."""
-    newer = set()
-    for cid, row in rows.items():
-        c = spec.clauses.get(cid)
-        if c is not None and newer_than(c.since, oracle_version):
-            newer.add(cid)
-            if row["applicable"]:
-                row["applicable"] = False
-                row["reason"] = f"since torch {c.since}, newer than the oracle ({oracle_version})"
+    newer = newer_clauses(spec, oracle_version) & set(rows)
+    for cid in sorted(newer):
+        row = rows[cid]
+        if row["applicable"]:
+            row["applicable"] = False
+            row["reason"] = (f"since torch {spec.clauses[cid].since}, newer than the oracle "
+                             f"({oracle_version})")
     return newer
 
 
