@@ -19,15 +19,15 @@ import functools
 from typing import Any
 
 from ..kinds import KINDS
-from ..kinds.backward import joined
 from ..kinds.deriv_ops import FLOAT_CASTS
 from ..lang import ops
 from ..lang.ops import INPLACE_SAVES_OUTPUT, weight_in
 from ..lang.program import Stmt
 from ..model import T, predict, reach
-from ..model.tables import KINKS, VALUES_3
+from ..model.tables import FACTORS, KINKS, VALUES_3
 from . import errors, errors_backward
 from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, scenario
+from .scenario import backward_pass as _backward
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
 # a third of the steps (tests/generator_stats.py: programs per clause)
@@ -55,15 +55,6 @@ def _nonleaf(g: Any, dims: bool = False) -> T:
     if dims and not a.ndim:
         a = g.make_leaf(shape=(2,), rg=True)
     return g.call1(a, "mul", [2.0], {}, [])
-
-
-def _backward(g: Any, t: T, retain: Any = "draw") -> bool:
-    """A backward pass from t, mostly through a graph joined with others first; none when
-    it would raise an error the capabilities do not let a program keep (Gen.ok_kind)."""
-    t = joined(g, t)
-    if t.node is not None and not g.ok_kind(predict(reach([t.node]))):
-        return False
-    return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)
 
 
 @scenario("hooked tensor used twice", ("hooks",), reweighted=((5, 3),))
@@ -183,6 +174,19 @@ def leaves_under_no_grad(g: Any) -> bool:
         g.make_leaf(rg=True)
         KINDS["grad_enabled"].draw(g)
     return KINDS["mode"].draw(g, "no_grad", body)
+
+
+@scenario("a node post-hook scaling a gradient beside an undefined one, then backward",
+          ("node_hooks", "grad_fn"), weight=0, reweighted=((11, 2),))
+def node_hook_beside_none(g: Any) -> bool:
+    """x * c with c not requiring grad: the node's grad_inputs are (gradient, None), and a
+    hook that scales the first returns the None in its place (HOOK-17)."""
+    x = g.rg_tensor("scaled operand", lambda u: u.leaf)
+    c = g.make_leaf(shape=x.shape, dtype=x.dtype, rg=False)
+    y = KINDS["call"].pair(g, "mul", x, c)
+    KINDS["node_hook"].emit(g, y, "post", "scale", g.choice("factor", FACTORS))
+    _backward(g, y)
+    return KINDS["observe"].draw(g, x, "grad")
 
 
 @scenario("a node hook, then a backward pass", ("node_hooks", "grad_fn"))
@@ -345,9 +349,10 @@ def disjoint_views(g: Any) -> bool:
     return KINDS["observe"].draw(g, a, "grad")
 
 
-# the scenarios of higher-order gradients and of inference mode, declared after those above
+# the scenarios of higher-order gradients, of inference mode and of layouts, declared after those
+# above
 # (their order in the focus table is declaration order)
-from . import higher, inference  # noqa: E402, F401
+from . import higher, inference, layouts  # noqa: E402, F401
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
 TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..kinds.backward import joined
+from ..model import predict, reach
+
 Scenario = Callable[[Any], bool]
 # name -> (capabilities it needs, weight in the focus table, the draw), in declaration order:
 # focus.py's scenarios, then higher.py's and inference.py's (focus.py imports them after its
@@ -29,3 +32,12 @@ def scenario(name: str, needs: tuple[str, ...] = (), weight: int = 1,
             REWEIGHTED_SCENARIOS[name] = reweighted
         return fn
     return declare
+
+
+def backward_pass(g: Any, t: Any, retain: Any = "draw") -> bool:
+    """A backward pass from t (its sum), mostly through a graph joined with others first; none
+    when it would raise an error the capabilities do not let a program keep (Gen.ok_kind)."""
+    t = joined(g, t)
+    if t.node is not None and not g.ok_kind(predict(reach([t.node]))):
+        return False
+    return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..lang.program import Stmt
 from ..lang.trace import plain
-from ..model import Node, Storage, T, leaves_reached, needed, numel, predict, reach
+from ..model import Node, Storage, T, captured, leaves_reached, needed, numel, predict, reach
 from ..model.tables import SHAPES
 from . import fields, source
 from .flags import check_optional_operand
@@ -307,7 +307,8 @@ class Grad(Kind):
         allow_unused = g.boolean("allow_unused", 15) if bad != "UNUSED_INPUT" else False
         retain = g.draw_retain()
         ran = needed([t.node], inputs)
-        predicted = predict(ran, accumulates=False)
+        unrun = captured(ran, inputs) if g.vocabulary >= 11 else frozenset()
+        predicted = predict(ran, accumulates=False, unrun=unrun)
         if g.vocabulary >= 6 and not g.ok_kind(predicted):
             # the part of the graph the inputs need may raise what the whole did not (a
             # VERSION_MISMATCH behind a freed node): not for an engine without its capability
@@ -326,14 +327,17 @@ class Grad(Kind):
         cl += {"VERSION_MISMATCH": ["VER-15"], "GRAPH_FREED": ["FREE-1"]}.get(predicted, [])
         cl += {"UNUSED_INPUT": ["API-7"], "INPUT_NO_REQUIRES_GRAD": ["API-8"],
                "GRAD_OUTPUT_SHAPE": ["API-3"]}.get(bad, [])
-        g.emit(Stmt("grad", params=params), cl, bad or predicted)
+        # an unused input is refused after the pass, so what the pass raises comes first
+        # (vocabulary 11; the expectations of older ones stay as they were)
+        after = bad == "UNUSED_INPUT" and predicted is not None and g.vocabulary >= 11
+        g.emit(Stmt("grad", params=params), cl, predicted if after else bad or predicted)
         if bad == "UNUSED_INPUT" and predicted is None and not retain and g.vocabulary >= 4:
             for n in ran:           # torch raises after the pass: its graph is freed
                 n.freed = True
         if predicted is None and bad is None:
             if not retain:
                 for n in ran:
-                    n.freed = True
+                    n.freed = n.freed or id(n) not in unrun
             for name, u in zip(outs, inputs, strict=True):
                 if u.node in nodes:
                     # may be an expanded or no_grad view inside the engine (UNSPEC-3):
@@ -351,7 +355,8 @@ class Grad(Kind):
         its graph is modelled as reaching all of root's, where it may lead through saved
         values (a pass through it frees at least what it runs)."""
         ran = needed([root.node], inputs)
-        if predict(ran, accumulates=False) is not None:
+        if predict(ran, accumulates=False, unrun=captured(ran, inputs) if g.vocabulary >= 11
+                   else frozenset()) is not None:
             return None
         outs = [g.fresh("g") for _ in inputs]
         params = {"outputs": [root.name], "inputs": [u.name for u in inputs],

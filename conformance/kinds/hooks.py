@@ -199,17 +199,21 @@ class NodeHook(Kind):
         t = g.pick("node hook on", lambda u: u.hookable() and not u.leaf and not u.stale)
         if t is None or t.node is None:
             return False
+        kind = g.choice("node hook kind", ["pre", "post"])
+        behaviour = g.weighted("node hook behaviour", NODE_HOOK_BEHAVIOURS)
+        self.emit(g, t, kind, behaviour,
+                  g.choice("factor", FACTORS) if behaviour == "scale" else None)
+        return True
+
+    def emit(self, g, t: T, kind: str, behaviour: str, factor: float | None = None) -> None:
+        """Emit a node hook of `kind` ("pre" or "post") and `behaviour` on t's grad_fn."""
         name = g.fresh("h")
-        params: dict[str, Any] = {
-            "kind": g.choice("node hook kind", ["pre", "post"]),
-            "behaviour": g.weighted("node hook behaviour", NODE_HOOK_BEHAVIOURS),
-            "label": name}
-        if params["behaviour"] == "scale":
-            params["factor"] = g.choice("factor", FACTORS)
+        params: dict[str, Any] = {"kind": kind, "behaviour": behaviour, "label": name}
+        if factor is not None:
+            params["factor"] = factor
         t.node.node_hooks += 1
         g.emit(Stmt("node_hook", out=name, target=t.name, params=params),
                ["HOOK-15", "GRAPH-3"])
-        return True
 
 
 @kind

@@ -329,9 +329,14 @@ class View(Kind):
         if a is None:
             return False
         parts = g.vocabulary >= 7 and "narrow_select" in g.caps
-        fn, kw, shape = g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
+        self.emit(g, a, *g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
                                                       squeezes=g.vocabulary >= 4,
-                                                      units=g.vocabulary >= 5, parts=parts))
+                                                      units=g.vocabulary >= 5, parts=parts)))
+        return True
+
+    def emit(self, g, a: T, fn: str, kw: dict[str, Any], shape: tuple[int, ...]) -> T:
+        """Emit out = a.fn(**kw) of the view option (fn, kw, shape); the tensor it makes (a copy
+        where reshape copies)."""
         kw = copy_kw(kw)
         copied = fn == "reshape" and not a.contiguous      # reshape copies then
         noncontig = fn in ("t", "transpose") and sum(1 for s in a.shape if s > 1) > 1
@@ -348,7 +353,7 @@ class View(Kind):
         g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),
                ["GRAPH-10", "VER-13", *ops.lookup("view", fn).clauses]
                + (["GRAPH-1"] if t.rg else []))
-        return True
+        return t
 
 
 @kind

@@ -71,16 +71,33 @@ def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
     return [n for n in nodes if leads(n)]
 
 
-def predict(nodes: list[Node], accumulates: bool = True) -> str | None:
+def captured(nodes: list[Node], inputs: list[T] | None) -> frozenset[int]:
+    """Of the nodes `needed` gives, the ids of those a pass does not run: the node of a
+    non-leaf input of autograd.grad that leads to no other input is where the input's gradient
+    is taken, and its backward never runs (API-10), so what it saved is neither read nor
+    freed; its tensor's hooks still run."""
+    if not inputs:
+        return frozenset()
+    kept = {id(n) for n in nodes}
+    goals = {id(u.node) for u in inputs if not u.leaf and u.node is not None}
+    return frozenset(id(n) for n in nodes
+                     if id(n) in goals and not any(id(p) in kept for p in n.parents))
+
+
+def predict(nodes: list[Node], accumulates: bool = True,
+            unrun: frozenset[int] = frozenset()) -> str | None:
     """The error a pass over `nodes` raises; autograd.grad runs no accumulator
-    (accumulates=False), so a moved leaf does not stop it. The kinds are checked in this
-    order: GRAPH_FREED, VERSION_MISMATCH, HOOK_CHANGED_SIZE, LEAF_MOVED_INTO_GRAPH,
+    (accumulates=False), so a moved leaf does not stop it, and not the nodes in `unrun`
+    (`captured`), whose saved values are not checked. The kinds are checked in this order:
+    GRAPH_FREED, VERSION_MISMATCH, HOOK_CHANGED_SIZE, LEAF_MOVED_INTO_GRAPH,
     POST_HOOK_RETURNED_VALUE."""
     version = shape = moved = returning = False
     for n in nodes:
-        if n.freed and (n.saved or n.holds):
+        if id(n) in unrun:
+            pass
+        elif n.freed and (n.saved or n.holds):
             return "GRAPH_FREED"
-        if n.saved and not version:
+        elif n.saved and not version:
             for st, v in n.saved:
                 if st.version != v:
                     version = True

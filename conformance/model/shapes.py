@@ -183,3 +183,49 @@ def _view_options(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption,
     elif ndim < 2:
         opts.append(("expand", {"size": [2, *shape]}, (2, *shape)))
     return tuple(opts)
+
+
+# Shapes of three dims a view may take from vocabulary 11 (gen/layouts.py): views and reshapes
+# to and from them are the only ones whose strides torch computes over three dims
+_SOLID_SHAPES = [(1, 2, 3), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1), (1, 3, 2),
+                 (1, 2, 2), (2, 1, 2), (2, 2, 1), (1, 1, 3), (3, 1, 1), (1, 3, 1)]
+
+
+@functools.cache
+def solid_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    """Views of a contiguous tensor of two dims that make a non-contiguous tensor or one of
+    three dims: t and transpose, narrow of the last dim (its first or last part), unsqueeze,
+    and view and reshape to each shape of three dims of its size."""
+    opts: list[ViewOption] = []
+    if len(shape) == 2:
+        rev = (shape[1], shape[0])
+        opts += [("t", {}, rev), ("transpose", {"dims": [0, 1]}, rev)]
+        if shape[1] > 1:
+            n = shape[1] - 1
+            opts += [("narrow", {"dim": 1, "start": 0, "length": n}, (shape[0], n)),
+                     ("narrow", {"dim": -1, "start": 1, "length": n}, (shape[0], n))]
+    for d in range(len(shape) + 1):
+        opts.append(("unsqueeze", {"dim": d}, shape[:d] + (1,) + shape[d:]))
+    for s in _SOLID_SHAPES:
+        if numel(s) == numel(shape):
+            opts += [("view", {"shape": list(s)}, s), ("reshape", {"shape": list(s)}, s)]
+    return tuple(opts)
+
+
+@functools.cache
+def rank_views(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ...]:
+    """reshape to each other shape of the same size, of one to three dims, and view to it
+    where the tensor is contiguous (a view of a non-contiguous tensor that merges or splits
+    dims is refused by torch unless its strides allow it, which the model does not track)."""
+    opts: list[ViewOption] = []
+    for s in _VIEW_SHAPES + _SOLID_SHAPES:
+        if s and s != shape and numel(s) == numel(shape):
+            if contiguous:
+                opts.append(("view", {"shape": list(s)}, s))
+            opts.append(("reshape", {"shape": list(s)}, s))
+    return tuple(opts)
+
+
+def unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    """`view` with a size-1 dim put in or taken out: torch allows it whatever the strides."""
+    return _unit_views(shape)

@@ -131,6 +131,19 @@ VOCABULARY_9_DIGESTS = {
     ("core", 20, 0, 100):
         "914405fa2750d972d040bc791bf9fe193fa9fb3c0f4543f5955ec7cf7c354454",
 }
+# Vocabulary 10 (`gradspec run`'s before vocabulary 11), recorded at ba0d1c5 before views of
+# non-contiguous and 3-d views, empty narrows, tensors of more than 256 elements and node hooks
+# over an undefined gradient were drawn.
+VOCABULARY_10_DIGESTS = {
+    ("all", 20, 0, 150):
+        "b4ced27731eb506644f6189b6a220cf41f3cc5ebeca1636d17dbd3a11f446f8a",
+    ("all", 40, 3000, 50):
+        "eb054a0826dc5df727f2d5c9effededa78ee479b878751d22233615807b002a8",
+    ("no-grad_fn", 20, 0, 100):
+        "33e2cf4b7a27c07f3c6082fd03f4aa3ef7341a5e782416c48614a8f64672b3f7",
+    ("core", 20, 0, 100):
+        "e5a57dbd9fa61943f3a0abd317148fe20a55eaff5703a33d31b959ac943b56bd",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -159,7 +172,7 @@ def test_random_programs_are_unchanged(key):
 # Each vocabulary that was once `gradspec run`'s, frozen: its digests above.
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
-          9: VOCABULARY_9_DIGESTS}
+          9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

@@ -1,0 +1,122 @@
+"""Generator vocabulary 11 draws what torch computes from sizes and strides (gen/layouts.py): a
+view of a view that is not contiguous or has three dims, a narrow at its dim's end (an empty
+view, VIEW-5), a view of a tensor of more than 256 elements, and a node post-hook over a
+node's undefined gradient (HOOK-17, gen/focus.py). Each is drawn in the default stream, only
+from vocabulary 11, and its programs agree on torch and refimpl (how often the model predicts
+what raises is measured over all programs: test_generator.py)."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.engines import load_engine
+from conformance.executor import execute
+from conformance.gen import scenario
+from conformance.gen.core import ALL_CAPABILITIES, program_for_seed
+from conformance.gen.focus import focus_table
+from conformance.judge.compare import compare
+from conformance.kinds import KINDS
+from conformance.lang.program import Program, Stmt
+from conformance.model import Node, T, captured, needed, predict
+from conformance.model.tensors import Storage
+
+SCENARIOS = ("a view of a view that is not contiguous or has three dims, then backward",
+             "a narrow at its dim's end (an empty view), then backward",
+             "a view of a tensor of more than 256 elements, then backward",
+             "a node post-hook scaling a gradient beside an undefined one, then backward")
+SEEDS = range(300)      # `gradspec run`'s default count, seed 0
+
+
+@pytest.fixture(scope="module")
+def drawn() -> dict[str, list[int]]:
+    """Scenario -> the seeds of the default stream whose programs drew it."""
+    seen: dict[str, list[int]] = {n: [] for n in SCENARIOS}
+    current = [0]
+    originals = {n: scenario.SCENARIOS[n] for n in SCENARIOS}
+
+    def spy(name, fn):
+        def draw(g):
+            made = fn(g)
+            if made and current[0] not in seen[name]:
+                seen[name].append(current[0])
+            return made
+        return draw
+    try:
+        for n, (needs, w, fn) in originals.items():
+            scenario.SCENARIOS[n] = (needs, w, spy(n, fn))
+        for seed in SEEDS:
+            current[0] = seed
+            program_for_seed(seed, ALL_CAPABILITIES, 20)
+    finally:
+        scenario.SCENARIOS.update(originals)
+    return seen
+
+
+def test_the_layout_scenarios_are_drawn_from_vocabulary_11_only():
+    assert set(SCENARIOS) <= set(dict(focus_table(frozenset(ALL_CAPABILITIES), 11)))
+    assert not set(SCENARIOS) & set(dict(focus_table(frozenset(ALL_CAPABILITIES), 10)))
+
+
+def test_each_layout_scenario_is_in_several_programs_of_the_default_stream(drawn):
+    assert {n: len(s) for n, s in drawn.items()} == {
+        n: len(s) for n, s in drawn.items() if len(s) >= 4}, drawn
+
+
+def _views(p: Program) -> list[Stmt]:
+    return [s for _, s in p.walk() if s.op == "view"]
+
+
+def test_the_forms_they_exist_for_are_in_their_programs(drawn, monkeypatch):
+    """Record each view the generator emits with the model of its target: the forms torch's
+    computeStride treats apart must all come up."""
+    made: list[tuple[tuple[int, ...], bool, str, dict, tuple[int, ...]]] = []
+    emit = KINDS["view"].emit
+
+    def spy(g, a, fn, kw, shape):
+        made.append((a.shape, a.contiguous, fn, dict(kw), tuple(shape)))
+        return emit(g, a, fn, kw, shape)
+    monkeypatch.setattr(KINDS["view"], "emit", spy)
+    for seed in sorted({s for seeds in drawn.values() for s in seeds}):
+        program_for_seed(seed, ALL_CAPABILITIES, 20)
+    assert any(len(a) == 3 and fn == "view" for a, _, fn, _, _ in made)      # of three dims
+    assert any(not c and fn == "view" and len(s) > len(a) for a, c, fn, _, s in made)
+    assert any(fn == "narrow" and kw["length"] == 0 and kw["start"] == a[kw["dim"]]
+               for a, _, fn, kw, _ in made)
+    assert any(len(a) and a[0] * (a[1] if len(a) > 1 else 1) > 256 for a, *_ in made)
+
+
+@pytest.mark.parametrize("engine", ["refimpl", "torch"])
+def test_their_programs_agree_with_torch(drawn, engine):
+    oracle, other = load_engine("torch"), load_engine(engine)
+    ran = 0
+    for seed in sorted({s for seeds in drawn.values() for s in seeds}):
+        p = program_for_seed(seed, ALL_CAPABILITIES, 20)
+        assert compare(p, execute(p, oracle), execute(p, other)) == [], seed
+        ran += 1
+    assert ran >= 20
+
+
+def test_a_non_leaf_input_of_autograd_grad_does_not_run_its_node():
+    """y = sin(x) ran (its saved x freed), then autograd.grad(2 * y, [y]): the pass takes
+    y's gradient where it enters y's node, so the freed node raises nothing (API-10); a pass
+    that goes on to x through it does."""
+    x = T("x", (), "float64", True, True, Storage(), Node(leaf=True))
+    y_node = Node(parents=[x.node], saved=[(x.storage, 0)], freed=True)
+    y = T("y", (), "float64", True, False, Storage(), y_node)
+    z_node = Node(parents=[y_node])
+    ran = needed([z_node], [y])
+    assert captured(ran, [y]) == {id(y_node)}
+    assert predict(ran, accumulates=False, unrun=captured(ran, [y])) is None
+    both = needed([z_node], [y, x])
+    assert captured(both, [y, x]) == frozenset()
+    assert predict(both, accumulates=False, unrun=captured(both, [y, x])) == "GRAPH_FREED"
+    # torch agrees
+    leaf = Stmt("leaf", out="x", params={"values": [0.5], "shape": [], "dtype": "float64",
+                                         "requires_grad": True})
+    stmts = [leaf, Stmt("call", out="y", args=["x"], params={"fn": "sin", "kw": {}}),
+             Stmt("backward", target="y", params={}),
+             Stmt("call", out="z", args=["y", 2.0], params={"fn": "mul", "kw": {}})]
+    for inputs, error in ((["y"], None), (["y", "x"], "GRAPH_FREED")):
+        grad = Stmt("grad", params={"outputs": ["z"], "inputs": inputs, "outs": ["g1", "g2"][
+            :len(inputs)]})
+        trace = execute(Program(statements=[*stmts, grad]), load_engine("torch"))
+        assert trace.events[-1].error == error, trace.events[-1]
