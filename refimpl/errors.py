@@ -252,7 +252,7 @@ def size_mismatch(a, b, dim):
                         f"non-singleton dimension {dim}")
 
 
-def overlapping_write():  # LEAF-12
+def overlapping_write():  # LEAF-12, INPLACE-18
     return RuntimeError("unsupported operation: more than one element of the written-to tensor "
                         "refers to a single memory location. Please clone() the tensor before "
                         "performing the operation.")

@@ -2,7 +2,8 @@
 
 About one step in twenty (WEIGHT in the statement draw, order.py) is a deliberate error: a
 recipe that provokes one error kind of spec/errors.md. Every kind a program can express has a
-move here or in errors_backward.py (the errors a backward pass raises); INEXPRESSIBLE says why
+move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py (inference
+mode) or errors_overlap.py (memory shared within a write); INEXPRESSIBLE says why
 any other cannot. The draw among the moves is in ERROR_ORDER, never in declaration order, and
 ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and NATURAL_ERROR_CAPS are derived from the
 declarations.
@@ -21,6 +22,7 @@ from ..model.tables import NUMBERS, SHAPES
 from . import (
     errors_backward,  # noqa: F401  (declares the moves of backward passes)
     errors_inference,  # noqa: F401  (declares the moves of inference mode)
+    errors_overlap,  # noqa: F401  (declares the moves of overlapping memory)
 )
 from .error_move import DECLARED, ErrorMove, error_move
 
@@ -274,93 +276,11 @@ def grad_assign_dtype(g: Any) -> bool:
     return True
 
 
-@error_move("SELF_OVERLAPPING_WRITE", clause="LEAF-12", needs=("views",), since=10)
-def self_overlapping_write(g: Any) -> bool:
-    """An expanded tensor of a leaf's shape and dtype is accepted as its .grad (LEAF-12); the
-    backward that would accumulate into it raises, and .grad = None then lets later passes
-    accumulate again."""
-    x = g.make_leaf(shape=g.choice("expanded .grad shape", [(2, 3), (3, 2), (2, 2)]), rg=True)
-    small = g.make_leaf(shape=(1, *x.shape[1:]), dtype=x.dtype, rg=False, hidden=True)
-    grad = g.add_view(small, x.shape, True, True)
-    g.emit(Stmt("view", out=grad.name, target=small.name,
-                params={"fn": "expand", "kw": {"size": list(x.shape)}}), ["GRAPH-10", "VER-13"])
-    x.has_grad = True
-    g.emit(Stmt("set_grad", target=x.name, args=[grad.name]), ["LEAF-12", "LEAF-13"])
-    y = g.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
-    root = g.sum_of(y)
-    g.emit_backward(root, [], retain=None, inputs=[], kind="SELF_OVERLAPPING_WRITE")
-    # the nodes before x's accumulator ran and freed what they saved: nothing uses them again
-    y.hidden = root.hidden = True
-    x.has_grad = False
-    g.emit(Stmt("set_grad", target=x.name, args=[None]), ["LEAF-14"])
-    return True
-
-
 @error_move("NONLEAF_GRAD_ACCESS", clause="RETAIN-7", needs=("warnings",))
 def nonleaf_grad_access(g: Any) -> bool:
     t = g.pick("non-leaf", lambda u: u.rg and not u.leaf and not u.retains) or _new_nonleaf(
         g, "neg", [], ["GRAPH-1"])
     return of("observe").draw(g, t, "grad")
-
-
-@error_move("PARTIAL_OVERLAP", clause="INPLACE-17", needs=("inplace", "views"), since=5)
-def partial_overlap(g: Any) -> bool:
-    """An in-place op, a setitem or an in-place op through a transpose whose operand is
-    another dense view of the same memory, partly overlapping the target: it raises before
-    writing, so nothing changes. From vocabulary 10 also the forms of _OVERLAPS_10."""
-    if g.vocabulary >= 10 and g.boolean("overlap form of vocabulary 10", 50):
-        return _overlap_10(g)
-    a = g.make_leaf(shape=g.choice("overlap shape", [(3,), (2, 2)]))
-    y = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
-    if y.shape == (2, 2):
-        t = g.add_view(y, (2, 2), True, False)
-        g.emit(Stmt("view", out=t.name, target=y.name, params={"fn": "t", "kw": {}}),
-               ["GRAPH-10"])
-        target, operand, index = t, y, None
-    else:
-        first = {"slice": [0, 2, None]}
-        operand = of("getitem").emit(g, y, [{"slice": [1, 3, None]}])
-        if g.boolean("overlap by setitem", 25):
-            target, index = y, [first]
-        else:
-            target, index = of("getitem").emit(g, y, [first]), None
-    if index is not None:
-        g.emit(Stmt("setitem", target=target.name, args=[operand.name],
-                    params={"index": index}), ["INPLACE-17"], "PARTIAL_OVERLAP")
-    else:
-        fn = g.choice("overlap fn", ["add_", "sub_", "mul_", "copy_"])
-        g.emit(Stmt("inplace", target=target.name, args=[operand.name],
-                    params={"fn": fn, "kw": {}}), ["INPLACE-17"], "PARTIAL_OVERLAP")
-    return True
-
-
-# vocabulary 10: operands that cover the target's memory with other strides (y.add_(y.t()),
-# y.t().copy_(y)), a one-element target its 0-d operand starts on (y[0:1].add_(y[0])), an
-# operand that starts before the target (y[1:3].add_(y[0:2])); refimpl's overlap check has a
-# branch for each (mutation score, benchmarks/README.md)
-_OVERLAPS_10 = ("transposed operand", "transposed target", "one-element target",
-                "operand before")
-
-
-def _overlap_10(g: Any) -> bool:
-    form = g.choice("overlap form", _OVERLAPS_10)
-    square = form.startswith("transposed")
-    y = g.call1(g.make_leaf(shape=(2, 2) if square else (3,)), "mul", [2.0], {}, ["GRAPH-6"])
-    if square:
-        t = g.add_view(y, (2, 2), True, False)
-        g.emit(Stmt("view", out=t.name, target=y.name, params={"fn": "t", "kw": {}}),
-               ["GRAPH-10"])
-        target, operand = (y, t) if form == "transposed operand" else (t, y)
-    elif form == "one-element target":
-        target = of("getitem").emit(g, y, [{"slice": [0, 1, None]}])
-        operand = of("getitem").emit(g, y, [0])
-    else:
-        operand = of("getitem").emit(g, y, [{"slice": [0, 2, None]}])
-        target = of("getitem").emit(g, y, [{"slice": [1, 3, None]}])
-    fn = g.choice("overlap fn", ["add_", "sub_", "mul_", "copy_"])
-    g.emit(Stmt("inplace", target=target.name, args=[operand.name],
-                params={"fn": fn, "kw": {}}), ["INPLACE-17"], "PARTIAL_OVERLAP")
-    return True
 
 
 # ---- the tables, read from the declarations ---------------------------------------------------

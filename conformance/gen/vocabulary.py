@@ -30,7 +30,9 @@ from __future__ import annotations
 # Vocabulary 11 draws four scenarios (gen/layouts.py, gen/focus.py): a view of a view that is
 # not contiguous or has three dims, a narrow at its dim's end (an empty view), a view of a
 # tensor of more than 256 elements, and a node post-hook that scales a gradient beside an
-# undefined one (HOOK-17). Seed 0's 300 programs at vocabulary 10 held none of them.
+# undefined one (HOOK-17). Seed 0's 300 programs at vocabulary 10 held none of them. It also
+# draws SELF_OVERLAPPING_WRITE from an in-place op or a setitem on an expanded view
+# (INPLACE-18, gen/errors_overlap.py).
 VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for

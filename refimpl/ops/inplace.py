@@ -1,5 +1,5 @@
-"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, VER-2, VER-14, HOOK-11, RETAIN-6, INFER-4,
-DATA-7, DATA-8: `set_`) and clone; their formulas, CopySlices' included, run on tensors under
+"""In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, INPLACE-18, VER-2, VER-14, HOOK-11, RETAIN-6,
+INFER-4, DATA-7, DATA-8: `set_`) and clone; their formulas, CopySlices' included, run on tensors under
 create_graph too (DOUBLE-2).
 `rebase_history` also makes a custom Function the history of an input it marked dirty (FUNC-11).
 
@@ -135,7 +135,7 @@ def write(t: Tensor, array, dtype, fill=False) -> None:
     be = t._be
     if not fill and t._data.size and any(s == 0 and n > 1
                         for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
-        raise errors.overlapping_write()  # an expanded tensor (fill_ and zero_ may write it)
+        raise errors.overlapping_write()  # INPLACE-18: expanded (fill_ and zero_ may write it)
     if dtype is not t._dtype:
         array = be.xp.astype(array, be.native[t._dtype])
     try:
