@@ -1,9 +1,10 @@
 """Scenarios of layouts, from generator vocabulary 11: what torch computes from sizes and
 strides rather than from the graph. A view of a view that is not contiguous or has three dims
 (torch's computeStride merges and splits dims chunk by chunk, spec/view.md), a narrow that
-starts at its dim's end (an empty view, VIEW-5) and a view of a tensor of more than 256
-elements. At vocabulary 10 seed 0's 300 programs held none of them, and refimpl's stride code
-could be broken in each of these places unseen (benchmarks/README.md, mutation score).
+starts at its dim's end (an empty view, VIEW-5), a view of a tensor of more than 256
+elements, and a setitem whose value broadcasts to the view it writes (INPLACE-9). Seed 0's 300
+programs at vocabulary 10 held none of the first three and few of the last, and refimpl's code
+for each could be broken unseen (benchmarks/README.md, mutation score).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..model import predict, reach
-from ..model.shapes import rank_views, solid_views, unit_views
+from ..model.shapes import broadcast_values, index_shape, rank_views, solid_views, unit_views
 from ..model.tables import VALUES_3
 from .scenario import backward_pass, scenario
 
@@ -21,6 +22,10 @@ _MATRICES = [(2, 3), (3, 2), (2, 2)]
 # a tensor of more than 256 elements: CPython keeps one object per small int (up to 256), so
 # only past it does a size compared with `is` instead of `==` go wrong
 _LARGE = ((16, 17), (17, 16), (272,))
+# indices that write a view of two dims of a matrix (INDEX encoding, conformance/program.py):
+# its value may then drop a leading 1 or broadcast along either dim
+_WHOLE_ROWS = (["..."], [{"slice": [None, None, None]}], [{"slice": [1, None, None]}],
+               [{"slice": [None, None, None]}, {"slice": [0, None, None]}])
 _LARGE_VIEWS = (("view", {"shape": [-1]}, (272,)), ("reshape", {"shape": [17, -1]}, (17, 16)),
                 ("view", {"shape": [16, 17]}, (16, 17)), ("reshape", {"shape": [2, 8, 17]},
                                                           (2, 8, 17)))
@@ -78,3 +83,21 @@ def large_view(g: Any) -> bool:
     w = KINDS["view"].emit(g, y, *g.choice("large view", [o for o in _LARGE_VIEWS
                                                           if o[2] != shape]))
     return _backward_then_grad(g, x, w)
+
+
+@scenario("setitem of a value broadcast to the view it writes, then backward", ("inplace",),
+          weight=0, reweighted=((11, 3),))
+def setitem_broadcast(g: Any) -> bool:
+    """y[index] = v with v of another shape than y[index] that broadcasts to it: torch drops
+    v's leading 1s, then expands and copies (refimpl/ops/views.py, setitem)."""
+    x = g.make_leaf(shape=g.choice("written leaf shape", _MATRICES), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    index = g.choice("index of the view written", _WHOLE_ROWS) if g.boolean(
+        "a view of two dims written", 50) else g.draw_index(y)
+    shape = index_shape(y.shape, index)
+    if not shape:
+        return False
+    value = g.make_leaf(shape=g.choice("broadcast value shape", broadcast_values(shape)),
+                        rg=g.boolean("value requires grad", 50))
+    KINDS["setitem"].emit(g, y, index, value)
+    return _backward_then_grad(g, x, y)

@@ -1,9 +1,12 @@
 """In-place statements: in-place ops and augmented assignment, and setitem."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..lang import ops
 from ..lang.program import Stmt, index_of
-from ..model import broadcast, index_shape
+from ..model import T, broadcast, index_shape
+from ..model.shapes import broadcast_values
 from ..model.tables import NUMBERS
 from . import fields, source
 from .registry import Kind, kind
@@ -100,19 +103,27 @@ class Setitem(Kind):
             return False
         index = g.draw_index(t)
         shape = index_shape(t.shape, index)
-        tensors = []
         if g.boolean("setitem number", 50):
-            value = g.choice("number", NUMBERS)
-        else:
-            apart = g.apart(t)
+            self.emit(g, t, index, g.choice("number", NUMBERS))
+            return True
+        apart = g.apart(t)
+        b = None
+        if shape and g.vocabulary >= 11 and g.boolean("value broadcast to the target", 25):
+            b = g.make_leaf(shape=g.choice("broadcast value shape", broadcast_values(shape)))
+        if b is None:
             b = g.pick("setitem value", lambda u: u.is_float and apart(u)
                        and broadcast(shape, u.shape) == shape)
-            if b is None:       # vocabulary 5: sometimes with leading 1s, which setitem drops
-                lead = g.vocabulary >= 5 and g.boolean("value with leading 1s", 20)
-                b = g.make_leaf(shape=(1,) * g.integer("leading 1s", 1, 2) + shape
-                                if lead else shape)
-            value, tensors = b.name, [b]
-        cl = g.apply_inplace(t, tensors, False, setitem=True)
-        g.emit(Stmt("setitem", target=t.name, args=[value], params={"index": index}),
-               ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+        if b is None:       # vocabulary 5: sometimes with leading 1s, which setitem drops
+            lead = g.vocabulary >= 5 and g.boolean("value with leading 1s", 20)
+            b = g.make_leaf(shape=(1,) * g.integer("leading 1s", 1, 2) + shape
+                            if lead else shape)
+        self.emit(g, t, index, b)
         return True
+
+    def emit(self, g, t: T, index: list[Any], value: T | float) -> None:
+        """Emit t[index] = value (a tensor, or a number) and update the model."""
+        tensors = [value] if isinstance(value, T) else []
+        cl = g.apply_inplace(t, tensors, False, setitem=True)
+        g.emit(Stmt("setitem", target=t.name, args=[value.name if tensors else value],
+                    params={"index": index}),
+               ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])

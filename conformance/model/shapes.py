@@ -229,3 +229,12 @@ def rank_views(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ..
 def unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
     """`view` with a size-1 dim put in or taken out: torch allows it whatever the strides."""
     return _unit_views(shape)
+
+
+@functools.cache
+def broadcast_values(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Shapes other than `shape` that broadcast to it: with a leading 1, without the first dim,
+    and with one dim of size 1 in place of a larger one (a setitem's value, vocabulary 11)."""
+    opts = [(1, *shape), shape[1:]] + [shape[:d] + (1,) + shape[d + 1:]
+                                       for d, n in enumerate(shape) if n > 1]
+    return tuple(dict.fromkeys(s for s in opts if s != shape))

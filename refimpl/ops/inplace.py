@@ -1,6 +1,6 @@
 """In-place ops (INPLACE-1..INPLACE-14, INPLACE-17, INPLACE-18, VER-2, VER-14, HOOK-11, RETAIN-6,
-INFER-4, DATA-7, DATA-8: `set_`) and clone; their formulas, CopySlices' included, run on tensors under
-create_graph too (DOUBLE-2).
+INFER-4, DATA-7, DATA-8: `set_`) and clone; their formulas, CopySlices' included, run on tensors
+under create_graph too (DOUBLE-2).
 `rebase_history` also makes a custom Function the history of an input it marked dirty (FUNC-11).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be

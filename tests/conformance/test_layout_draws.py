@@ -1,7 +1,8 @@
 """Generator vocabulary 11 draws what torch computes from sizes and strides (gen/layouts.py): a
 view of a view that is not contiguous or has three dims, a narrow at its dim's end (an empty
-view, VIEW-5), a view of a tensor of more than 256 elements, and a node post-hook over a
-node's undefined gradient (HOOK-17, gen/focus.py). Each is drawn in the default stream, only
+view, VIEW-5), a view of a tensor of more than 256 elements, a setitem whose value broadcasts
+to the view it writes (INPLACE-9), and a node post-hook over a node's undefined gradient
+(HOOK-17, gen/focus.py). Each is drawn in the default stream, only
 from vocabulary 11, and its programs agree on torch and refimpl (how often the model predicts
 what raises is measured over all programs: test_generator.py)."""
 from __future__ import annotations
@@ -22,7 +23,8 @@ from conformance.model.tensors import Storage
 SCENARIOS = ("a view of a view that is not contiguous or has three dims, then backward",
              "a narrow at its dim's end (an empty view), then backward",
              "a view of a tensor of more than 256 elements, then backward",
-             "a node post-hook scaling a gradient beside an undefined one, then backward")
+             "a node post-hook scaling a gradient beside an undefined one, then backward",
+             "setitem of a value broadcast to the view it writes, then backward")
 SEEDS = range(300)      # `gradspec run`'s default count, seed 0
 
 
@@ -82,6 +84,17 @@ def test_the_forms_they_exist_for_are_in_their_programs(drawn, monkeypatch):
     assert any(fn == "narrow" and kw["length"] == 0 and kw["start"] == a[kw["dim"]]
                for a, _, fn, kw, _ in made)
     assert any(len(a) and a[0] * (a[1] if len(a) > 1 else 1) > 256 for a, *_ in made)
+
+
+def test_setitem_values_of_another_shape_broadcast_to_the_view_written(drawn):
+    widened = 0
+    for seed in drawn["setitem of a value broadcast to the view it writes, then backward"]:
+        p = program_for_seed(seed, ALL_CAPABILITIES, 20)
+        shapes = {s.out: tuple(s.params["shape"]) for _, s in p.walk() if s.op == "leaf"}
+        for _, s in p.walk():
+            if s.op == "setitem" and isinstance(s.args[0], str) and s.args[0] in shapes:
+                widened += 1
+    assert widened >= 4
 
 
 @pytest.mark.parametrize("engine", ["refimpl", "torch"])
