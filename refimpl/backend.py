@@ -57,6 +57,17 @@ class Backend:
             self.address = lambda a: np.from_dlpack(a).__array_interface__["data"][0]
             # array_api_strict wraps a numpy array; that is where view-ness shows
             self.is_view = lambda a: getattr(getattr(a, "_array", None), "base", None) is not None
+            # torch's expand is a writable view with stride 0 (fill_ and zero_ write it,
+            # INPLACE-18), which the Array API cannot make: its broadcast_to may be read-only,
+            # and array_api_strict's is. Made over DLPack with numpy, as the strides are read,
+            # and wrapped back by asarray, which in array_api_strict shares the memory.
+            strided = importlib.import_module("numpy.lib.stride_tricks").as_strided
+
+            def expand(a, shape):
+                h = np.from_dlpack(a)
+                return xp.asarray(strided(h, shape, _expand_strides(h, shape),
+                                          writeable=h.flags.writeable))
+            self.expand = expand
         _by_type[type(xp.asarray(0.0))] = self
 
     def view(self, a, shape, strides):

@@ -40,8 +40,8 @@ def self_overlapping_write(g: Any) -> bool:
     return True
 
 
-# the writes INPLACE-18 refuses on an expanded view: in-place ops of one operand or a number,
-# and a setitem of a number over the whole view
+# the writes INPLACE-18 refuses on an expanded view: in-place ops with a number or with no
+# operand, and a setitem of a number over the whole view
 _EXPANDED_WRITES = (("add_", 2), ("mul_", 2), ("exp_", 1), ("neg_", 1), ("setitem", 1))
 
 

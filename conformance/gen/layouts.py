@@ -2,9 +2,9 @@
 strides rather than from the graph. A view of a view that is not contiguous or has three dims
 (torch's computeStride merges and splits dims chunk by chunk, spec/view.md), a narrow that
 starts at its dim's end (an empty view, VIEW-5), a view of a tensor of more than 256
-elements, and a setitem whose value broadcasts to the view it writes (INPLACE-9). Seed 0's 300
-programs at vocabulary 10 held none of the first three and few of the last, and refimpl's code
-for each could be broken unseen (benchmarks/README.md, mutation score).
+elements, and a setitem whose value broadcasts to the view it writes (INPLACE-9). Seed 0's
+stream at vocabulary 10 reached these too rarely to catch a fault of refimpl's code for them
+(benchmarks/README.md, mutation score).
 """
 from __future__ import annotations
 

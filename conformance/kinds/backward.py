@@ -325,15 +325,15 @@ class Grad(Kind):
         if any(u.retains and u.node in nodes for u in g.live()):
             cl.append("RETAIN-8")
         cl += {"VERSION_MISMATCH": ["VER-15"], "GRAPH_FREED": ["FREE-1"]}.get(predicted, [])
-        cl += {"UNUSED_INPUT": ["API-7"], "INPUT_NO_REQUIRES_GRAD": ["API-8"],
-               "GRAD_OUTPUT_SHAPE": ["API-3"]}.get(bad, [])
         # an unused input is refused after the pass, so what the pass raises comes first
-        # (vocabulary 11; the expectations of older ones stay as they were)
+        # (vocabulary 11; the expectations and tags of older ones stay as they were)
         after = bad == "UNUSED_INPUT" and predicted is not None and g.vocabulary >= 11
+        cl += {"UNUSED_INPUT": [] if after else ["API-7"], "INPUT_NO_REQUIRES_GRAD": ["API-8"],
+               "GRAD_OUTPUT_SHAPE": ["API-3"]}.get(bad, [])
         g.emit(Stmt("grad", params=params), cl, predicted if after else bad or predicted)
         if bad == "UNUSED_INPUT" and predicted is None and not retain and g.vocabulary >= 4:
             for n in ran:           # torch raises after the pass: its graph is freed
-                n.freed = True
+                n.freed = n.freed or id(n) not in unrun
         if predicted is None and bad is None:
             if not retain:
                 for n in ran:

@@ -74,8 +74,8 @@ def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
 def captured(nodes: list[Node], inputs: list[T] | None) -> frozenset[int]:
     """Of the nodes `needed` gives, the ids of those a pass does not run: the node of a
     non-leaf input of autograd.grad that leads to no other input is where the input's gradient
-    is taken, and its backward never runs (API-10), so what it saved is neither read nor
-    freed; its tensor's hooks still run."""
+    is taken (API-10), and its backward never runs, so what it saved is neither read nor freed
+    (FREE-4: nodes a pass did not run stay usable); its tensor's hooks still run."""
     if not inputs:
         return frozenset()
     kept = {id(n) for n in nodes}

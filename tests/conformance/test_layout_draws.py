@@ -17,7 +17,7 @@ from conformance.gen.focus import focus_table
 from conformance.judge.compare import compare
 from conformance.kinds import KINDS
 from conformance.lang.program import Program, Stmt
-from conformance.model import Node, T, captured, needed, predict
+from conformance.model import Node, T, broadcast, captured, index_shape, needed, predict
 from conformance.model.tensors import Storage
 
 SCENARIOS = ("a view of a view that is not contiguous or has three dims, then backward",
@@ -86,15 +86,26 @@ def test_the_forms_they_exist_for_are_in_their_programs(drawn, monkeypatch):
     assert any(len(a) and a[0] * (a[1] if len(a) > 1 else 1) > 256 for a, *_ in made)
 
 
-def test_setitem_values_of_another_shape_broadcast_to_the_view_written(drawn):
-    widened = 0
+def test_setitem_values_of_another_shape_broadcast_to_the_view_written(drawn, monkeypatch):
+    """Record each setitem the generator emits: in the scenario's programs some values have
+    another shape than the view written, and each of those broadcasts to it."""
+    made: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    emit = KINDS["setitem"].emit
+
+    def spy(g, t, index, value):
+        if isinstance(value, T):
+            made.append((index_shape(t.shape, index), value.shape))
+        return emit(g, t, index, value)
+    monkeypatch.setattr(KINDS["setitem"], "emit", spy)
     for seed in drawn["setitem of a value broadcast to the view it writes, then backward"]:
-        p = program_for_seed(seed, ALL_CAPABILITIES, 20)
-        shapes = {s.out: tuple(s.params["shape"]) for _, s in p.walk() if s.op == "leaf"}
-        for _, s in p.walk():
-            if s.op == "setitem" and isinstance(s.args[0], str) and s.args[0] in shapes:
-                widened += 1
-    assert widened >= 4
+        program_for_seed(seed, ALL_CAPABILITIES, 20)
+    widened = [(w, v) for w, v in made if v != w]
+    assert len(widened) >= 4, made
+    # setitem drops the value's leading 1s, then expands it to the view written
+    assert all(broadcast(w, v[next((i for i, n in enumerate(v) if n != 1), len(v)):]) == w
+               for w, v in widened), widened
+    assert any(len(v) > len(w) for w, v in widened)       # a leading 1 dropped
+    assert any(len(v) == len(w) for w, v in widened)      # a dim of 1 expanded
 
 
 @pytest.mark.parametrize("engine", ["refimpl", "torch"])

@@ -397,6 +397,7 @@ def test_writes_to_a_tensor_whose_elements_share_memory_are_refused(differential
                          ("copy_", (torch.ones(2, 3, dtype=dt),))):
             log.attempt(f"{fn} expanded", lambda fn=fn, args=args: getattr(e, fn)(*args))
         log.attempt("setitem column", lambda: e.__setitem__((slice(None), 1), 5.0))
+        log.attempt("fill_ of a tensor", lambda: e.fill_(torch.tensor(5.0, dtype=dt)))
         log.attempt("setitem all", lambda: e.__setitem__(Ellipsis, torch.ones(2, 3, dtype=dt)))
         log("y unchanged", state(y))
         log.attempt("setitem row", lambda: e.__setitem__(0, torch.ones(3, dtype=dt)))
@@ -407,6 +408,9 @@ def test_writes_to_a_tensor_whose_elements_share_memory_are_refused(differential
         log.attempt("0-d base", lambda: p.add_(1.0))
         log.attempt("0-d base zero_", lambda: p.zero_())
         log("p", p)
+        empty = torch.tensor([[]], dtype=dt).expand(2, 0)
+        log.attempt("empty", lambda: empty.mul_(2.0))
+        log("empty version", empty._version)
         # a pass through the fill_'s CopySlices is left open (torch raises): one without it
         z = x * 3
         log.attempt("z expanded", lambda: z.expand(2, 3).mul_(2.0))
