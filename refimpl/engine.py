@@ -100,7 +100,8 @@ running = []  # the passes running, innermost last: (will_run(node), state kept 
 
 def _deliver(buffers, fn, nr, g):
     """Add g, the gradient of output nr of fn, to what fn will run with (GRAPH-9). A node with
-    several outputs (a custom Function's, FUNC-9) gets a list, one gradient per output."""
+    several outputs (a custom Function's, FUNC-9, or a split's, VIEW-9) gets a list, one
+    gradient per output."""
     if fn.n_outputs > 1:
         slots = buffers.setdefault(fn, [None] * fn.n_outputs)
         slots[nr] = _sum(slots[nr], g)
@@ -148,12 +149,15 @@ def _needed(start, targets, capture):
 
 def _call(fn, grad, be, keep_graph, wanted, graphed):
     grad = _tensor_hooks(fn, grad, be, graphed)
+    multi = fn.n_outputs > 1        # grad is then a list, one per output (_deliver)
     if fn._pre_hooks:
         for hook in list(fn._pre_hooks.values()):
-            res = hook((_as_tensor(be, grad),))
+            given = tuple(grad) if multi else (grad,)
+            res = hook(tuple(_as_tensor(be, g) for g in given))
             if res is not None:
-                _check_node_result(hook, res, (grad,), be)
-                grad = _carried(res[0], graphed)
+                _check_node_result(hook, res, given, be)
+                res = [_carried(g, graphed) for g in res]
+                grad = res if multi else res[0]
     # a node sent only an undefined gradient still runs, its formula yielding None for every
     # input; an AccumulateGrad then leaves .grad alone but still runs its post hooks (LEAF-10)
     runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad) \
@@ -174,8 +178,9 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
     outputs = tuple(outs)
     if fn._post_hooks:
         ins = tuple(_as_tensor(be, o) for o in outputs)
+        gouts = tuple(_as_tensor(be, g) for g in (grad if multi else (grad,)))
         for hook in list(fn._post_hooks.values()):
-            res = hook(ins, (_as_tensor(be, grad),))
+            res = hook(ins, gouts)
             if res is not None:
                 _check_node_result(hook, res, ins, be)
                 ins = tuple(res)
@@ -203,26 +208,30 @@ def _check_node_result(hook, res, originals, be):
 
 
 def _tensor_hooks(fn, grad, be, graphed):
-    """Tensor hooks in registration order (HOOK-2..HOOK-5), then retain_grad (RETAIN-5). An
-    undefined gradient is passed to the hooks as None, and none may replace it (HOOK-17)."""
-    for hooks_dict in fn.tensor_hook_dicts():
+    """Tensor hooks in registration order (HOOK-2..HOOK-5), each on its tensor's output of fn,
+    then retain_grad (RETAIN-5). An undefined gradient is passed to the hooks as None, and none
+    may replace it (HOOK-17). A node of several outputs carries a list, one gradient each."""
+    grads = grad if fn.n_outputs > 1 else [grad]
+    for nr, hooks_dict in fn.tensor_hook_dicts():
         for hook in list(hooks_dict.values()):
-            res = hook(_as_tensor(be, grad))
+            g = grads[nr]
+            res = hook(_as_tensor(be, g))
             if res is not None:
-                if grad is None:
+                if g is None:
                     raise errors.hook_replaced_none()
-                hooks.check_replacement(hook, res, grad.shape, _dtype(grad, be))
-                grad = _carried(res, graphed)
-    ref = fn._retains_grad
-    t = ref() if ref is not None and grad is not None else None
-    if t is not None:
-        if grad.__class__ is Tensor:  # create_graph: a copy and a sum, recorded (DOUBLE-3)
-            t._grad = grad.clone() if t._grad is None else t._grad + grad
+                hooks.check_replacement(hook, res, g.shape, _dtype(g, be))
+                grads[nr] = _carried(res, graphed)
+    for nr, ref in (fn._retains_grad or {}).items():
+        t, g = ref(), grads[nr]
+        if t is None or g is None:
+            continue
+        if g.__class__ is Tensor:  # create_graph: a copy and a sum, recorded (DOUBLE-3)
+            t._grad = g.clone() if t._grad is None else t._grad + g
         elif t._grad is None:
-            t._grad = t._new_like(be.copy(grad))
+            t._grad = t._new_like(be.copy(g))
         else:
-            t._grad = t._new_like(t._grad._data + grad)
-    return grad
+            t._grad = t._new_like(t._grad._data + g)
+    return grads if fn.n_outputs > 1 else grads[0]
 
 
 def _validate(fn, i, g, meta, be):

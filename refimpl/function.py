@@ -7,8 +7,8 @@ wraps the gradients the engine carries (arrays, or tensors under create_graph) a
 materializes the undefined ones as zeros (FUNC-9, FUNC-10), calls `F.backward`, and checks what
 it returned against the arguments (FUNC-6, FUNC-7) before the engine checks shapes (FUNC-8).
 Saved tensors are SavedValues holding the tensors themselves, so VER-7 and FREE-1 apply as to
-any node (FUNC-4). Known limit: tensor hooks, retain_grad and node hooks on a Function with
-several outputs raise NotImplementedError.
+any node (FUNC-4). Tensor hooks and retain_grad of each output run on that output's gradient,
+node hooks on all of them (refimpl/engine.py).
 """
 from __future__ import annotations
 
@@ -53,34 +53,7 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The node of one `apply` call; `info` is its ctx."""
     materializes = True
-    __slots__ = ("n_outputs", "cls", "arg_is_tensor", "out_meta", "be", "_retainer")
-
-    @property
-    def _retains_grad(self):
-        return self._retainer
-
-    @_retains_grad.setter
-    def _retains_grad(self, ref):
-        if ref is not None:
-            self._one_output("retain_grad")
-        self._retainer = ref
-
-    def _one_output(self, what):
-        if self.n_outputs > 1:
-            raise NotImplementedError(f"refimpl: {what} on an output of a custom Function "
-                                      "with several outputs")
-
-    def register_prehook(self, fn):
-        self._one_output("node hooks")
-        return super().register_prehook(fn)
-
-    def register_hook(self, fn):
-        self._one_output("node hooks")
-        return super().register_hook(fn)
-
-    def _add_tensor_hooks(self, hooks_dict):
-        self._one_output("tensor hooks")
-        super()._add_tensor_hooks(hooks_dict)
+    __slots__ = ("n_outputs", "cls", "arg_is_tensor", "out_meta", "be")
 
     def __getattr__(self, name):
         """The node reads as its ctx (`y.grad_fn.saved_tensors`), as torch's does (UNSPEC-11)."""

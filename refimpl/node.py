@@ -76,7 +76,7 @@ class Node:
         self.info = info                      # non-tensor constants the formula needs
         self.seq = next(_sequence)
         self._pre_hooks = self._post_hooks = self._tensor_hooks = None
-        self._retains_grad = None             # weakref to the tensor that retains its grad
+        self._retains_grad = None   # output number -> weakref to the tensor retaining its grad
 
     def name(self) -> str:
         return self._name
@@ -113,13 +113,23 @@ class Node:
             self._post_hooks = {}
         return hooks.add(self._post_hooks, fn)
 
-    def _add_tensor_hooks(self, hooks_dict):
+    # tensor hooks and retain_grad of the tensors it made (HOOK-2, RETAIN-1): per output, as a
+    # split's or a custom Function's node has several
+    def _add_tensor_hooks(self, hooks_dict, nr=0):
         if self._tensor_hooks is None:
             self._tensor_hooks = []
-        self._tensor_hooks.append(hooks_dict)
+        self._tensor_hooks.append((nr, hooks_dict))
 
     def tensor_hook_dicts(self):
+        """(output number, the hooks its tensor holds), in the order the tensors first got one."""
         return self._tensor_hooks or ()
+
+    def retain(self, nr, ref):
+        """Make output nr's gradient fill the tensor `ref` refers to (None: no more)."""
+        if ref is not None:
+            self._retains_grad = {**(self._retains_grad or {}), nr: ref}
+        elif self._retains_grad:
+            self._retains_grad = {k: r for k, r in self._retains_grad.items() if k != nr} or None
 
 
 class AccumulateGrad(Node):
@@ -136,7 +146,7 @@ class AccumulateGrad(Node):
         """The hooks the leaf holds now (HOOK-8), read when the node runs, as torch reads them;
         once the leaf got a history they are those registered since (INPLACE-15)."""
         current = self.variable._backward_hooks
-        return (current,) if current else ()
+        return ((0, current),) if current else ()
 
 
 def _accumulate(node, grad):

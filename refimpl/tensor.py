@@ -167,7 +167,7 @@ class Tensor(ArraySurface):
             return  # a leaf keeps its grad anyway (RETAIN-3)
         fn = self.grad_fn
         if not self._retains_grad:
-            fn._retains_grad = weakref.ref(self)
+            fn.retain(self._output_nr, weakref.ref(self))
             self._retains_grad = True
 
     def register_hook(self, hook):
@@ -177,7 +177,7 @@ class Tensor(ArraySurface):
         if self._backward_hooks is None:
             self._backward_hooks = {}
             if fn is not None:  # a leaf's AccumulateGrad reads the dict from the leaf itself
-                fn._add_tensor_hooks(self._backward_hooks)
+                fn._add_tensor_hooks(self._backward_hooks, self._output_nr)
         return hooks.add(self._backward_hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -388,7 +388,7 @@ def moved_history(t: Tensor, old, new):
     HOOK_CHANGED_SIZE.
     """
     t._backward_hooks = None
-    t._output_nr = 0
+    nr, t._output_nr = t._output_nr, 0
     if t._retains_grad and old is not None:
-        old._retains_grad = None
-        new._retains_grad = weakref.ref(t)
+        old.retain(nr, None)
+        new.retain(0, weakref.ref(t))

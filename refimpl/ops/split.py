@@ -4,8 +4,8 @@ GRAPH-4).
 
 Each output is the slice or select of views.py, a ViewStep; a recorded call has one node whose
 output i is output i (engine._deliver), and its backward puts each output's gradient in its
-region of zeros and sums them. Known limit, as for a custom Function with several outputs:
-tensor hooks, retain_grad and node hooks on that node raise NotImplementedError.
+region of zeros and sums them. Tensor hooks and retain_grad of each output run on that
+output's gradient (None where it got none), node hooks on all of them (refimpl/engine.py).
 """
 from __future__ import annotations
 
@@ -18,13 +18,6 @@ from .views import _dim, _select_step, _slice_step
 class MultiViewNode(Node):
     """The one node of a split, chunk or unbind call; info holds one ViewStep per output."""
     __slots__ = ("n_outputs",)
-
-    def _refuse(self, *args):
-        raise NotImplementedError("refimpl: hooks and retain_grad on a split, chunk or unbind")
-
-    register_prehook = register_hook = _add_tensor_hooks = _refuse
-    _retains_grad = property(lambda self: None,
-                             lambda self, ref: None if ref is None else self._refuse())
 
 
 def _multi_backward(node, grads):

@@ -270,3 +270,60 @@ def test_autograd_grad_runs_leaf_and_nonleaf_hooks(differential):
         log("grad wrt h and x", torch.autograd.grad(out, [h, x]))
         log("x.grad", x.grad)
     differential(prog)
+
+
+@pytest.mark.clause("HOOK-2", "HOOK-15", "HOOK-17", "RETAIN-5", "VIEW-6")
+@pytest.mark.parametrize("op", ("split", "chunk", "unbind", "split sizes"))
+def test_hooks_and_retain_grad_on_the_outputs_of_one_multi_output_view_node(differential, op):
+    """The outputs of one split, chunk or unbind share a node: each output's tensor hooks run on
+    its own gradient, in the order the tensors first got a hook across outputs, an output that
+    got no gradient passes None, retain_grad keeps what the hooks made, and the node's pre- and
+    post-hooks see one gradient per output."""
+    def pieces(torch, y):
+        return {"split": lambda: y.split(2), "chunk": lambda: y.chunk(2),
+                "unbind": lambda: y.view(2, 2).unbind(),
+                "split sizes": lambda: y.split([1, 3])}[op]()
+
+    def prog(torch, log):
+        x = torch.tensor([1.0, -2.0, 3.0, 0.5], dtype=torch.float64, requires_grad=True)
+        a, b = pieces(torch, x * 2)
+        b.register_hook(lambda g: log("b saw", g) or (None if g is None else g * 10))
+        a.register_hook(lambda g: log("a saw", g))
+        a.retain_grad()
+        b.retain_grad()
+        a.grad_fn.register_prehook(lambda go: log("pre saw", list(go)))
+        a.grad_fn.register_hook(lambda gi, go: log("post saw", [list(gi), list(go)]))
+        (a.sum() * 3 + b.sum()).backward(retain_graph=True)
+        log("a.grad, b.grad, x.grad", [a.grad, b.grad, x.grad])
+        a.sum().backward()              # b gets no gradient: its hook sees None
+        log("again", [a.grad, b.grad, x.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("HOOK-15", "HOOK-17", "FUNC-9")
+def test_hooks_and_retain_grad_on_the_outputs_of_a_custom_function(differential):
+    """A custom Function with two outputs: per-output tensor hooks (one replacing its
+    gradient), retain_grad of both, and node hooks that see both gradients and replace one."""
+    def prog(torch, log):
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2, x * x
+
+            @staticmethod
+            def backward(ctx, ga, gb):
+                x, = ctx.saved_tensors
+                return ga * 2 + gb * 2 * x
+
+        x = torch.tensor([1.0, -0.5], dtype=torch.float64, requires_grad=True)
+        a, b = Two.apply(x)
+        b.register_hook(lambda g: log("b saw", g) or g * 10)
+        a.register_hook(lambda g: log("a saw", g))
+        a.retain_grad()
+        b.retain_grad()
+        a.grad_fn.register_prehook(lambda go: log("pre saw", list(go)) or (go[0] * 3, go[1]))
+        a.grad_fn.register_hook(lambda gi, go: log("post saw", [list(gi), list(go)]))
+        (a.sum() + b.sum()).backward()
+        log("a.grad, b.grad, x.grad", [a.grad, b.grad, x.grad])
+    differential(prog)
