@@ -74,6 +74,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
     "multi_grad_hooks": (),         # no statement: probed through the engine's module (probes.py)
     "narrow_select": (),            # view rows of the op table (views' own method)
+    "multi_views": ("view_many",),
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every
@@ -134,6 +135,12 @@ class Engine(ABC):
 
     def view(self, target: Tensor, fn: str, kw: dict[str, Any]) -> Tensor:
         """A view op from program.VIEWS."""
+        raise NotImplementedError
+
+    def view_many(self, target: Tensor, fn: str, kw: dict[str, Any]) -> Sequence[Tensor]:
+        """(capability multi_views) The outputs of target.split(kw['size'], dim=kw['dim']),
+        target.chunk(kw['chunks'], dim=kw['dim']) or target.unbind(dim=kw['dim']), in order:
+        views sharing one node (spec/view.md, VIEW-6, VIEW-9)."""
         raise NotImplementedError
 
     def getitem(self, target: Tensor, index: tuple[Any, ...]) -> Tensor:

@@ -19,7 +19,7 @@ ALL_CAPABILITIES = frozenset({
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
-    "narrow_select"})
+    "narrow_select", "multi_views"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -58,6 +58,10 @@ class TorchLike(Engine):
 
     def view(self, target, fn, kw):
         return ops.apply(ops.lookup("view", fn), (target,), kw)
+
+    def view_many(self, target, fn, kw):
+        first = {"split": (kw.get("size"),), "chunk": (kw.get("chunks"),), "unbind": ()}[fn]
+        return list(getattr(target, fn)(*first, dim=kw["dim"]))
 
     def getitem(self, target, index):
         return target[_subscript(index)]

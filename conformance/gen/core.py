@@ -223,6 +223,7 @@ class Gen(BackwardPasses):
         t.base = base
         base.views.append(t)
         t.nograd_view = a.nograd_view or not self.grad_enabled
+        t.multi_view = a.multi_view
         # a view of an ordinary tensor made in inference mode is ordinary, one of an inference
         # tensor is one wherever it is made (INFER-2); neither is picked by undirected draws
         t.no_version = a.no_version

@@ -175,7 +175,7 @@ def no_grad_view_base_inplace(g: Any) -> bool:
     view, taken with grad mode on); its base written in place (a leaf under no_grad); sometimes
     what still works read (its requires_grad, still True, or its values); then the view's
     is_leaf or grad_fn read, or the view used in an op that records, which raises. Both views
-    are hidden from every later draw by the write (model.hide_nograd_views)."""
+    are hidden from every later draw by the write (model.hide_refused_views)."""
     # not a tensor torch may have made a view although the model calls it a copy (a reshape:
     # Storage.may_reach), whose write would raise for its base instead
     t = g.rg_tensor("base", lambda u: u.ndim >= 1 and not u.expanded and u.base is None

@@ -40,7 +40,7 @@ def write_under_no_grad(g: Any, target: T) -> None:
     target.storage.version += 1
     target.wrote()
     if g.vocabulary >= 6:       # as model.apply_inplace does for every other write
-        model.hide_nograd_views(g.tensors.values(), target.storage)
+        model.hide_refused_views(g.tensors.values(), target.storage)
 
 
 # vocabulary 3: how the saved tensor is written (its own name, an alias from detach(), a view)

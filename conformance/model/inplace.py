@@ -13,7 +13,7 @@ def leaf_rg_view(t: T) -> bool:
 
 def inplace_ok(t: T, grad_enabled: bool) -> bool:
     """In-place on t raises nothing the generator does not mean."""
-    if not t.is_float or t.expanded or t.hidden or t.stale:
+    if not t.is_float or t.expanded or t.hidden or t.stale or t.multi_view:
         return False
     if grad_enabled and (t.nograd_view or (t.leaf and t.rg) or leaf_rg_view(t)):
         return False
@@ -62,11 +62,12 @@ def _rebase(t: T, n: Node, setitem: bool) -> None:
             v.stale = True
 
 
-def hide_nograd_views(tensors: Iterable[T], storage: Storage) -> None:
+def hide_refused_views(tensors: Iterable[T], storage: Storage) -> None:
     """After a write to `storage`: torch refuses to use a view taken under no_grad or in
-    inference mode of it (MODE-11, INFER-7), so none is used again."""
+    inference mode of it (MODE-11, INFER-7), or an output of split, chunk or unbind (VIEW-7),
+    so none is used again."""
     for v in tensors:
-        if v.nograd_view and not v.hidden and v.storage is storage:
+        if (v.nograd_view or v.multi_view) and not v.hidden and v.storage is storage:
             v.hidden = True
 
 
@@ -80,7 +81,7 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     t.wrote()
     for s in t.storage.may_reach:
         s.doubt += 1
-    hide_nograd_views(tensors, t.storage)
+    hide_refused_views(tensors, t.storage)
     args_rg = any(a.rg for a in args)
     if grad_enabled and (t.rg or args_rg):
         parents = ([t.node] if t.rg and t.node else []) + [a.node for a in args

@@ -56,6 +56,7 @@ class T:
     views: list[T] = field(default_factory=list)
     origin: str = "leaf"             # leaf | op | no_grad | detach | data | view | grad
     nograd_view: bool = False        # a view made under no_grad
+    multi_view: bool = False         # an output of split, chunk or unbind, or a view of one
     expanded: bool = False           # overlapping memory: in-place is an error
     contiguous: bool = True
     retains: bool = False

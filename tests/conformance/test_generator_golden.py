@@ -144,6 +144,18 @@ VOCABULARY_10_DIGESTS = {
     ("core", 20, 0, 100):
         "e5a57dbd9fa61943f3a0abd317148fe20a55eaff5703a33d31b959ac943b56bd",
 }
+# Vocabulary 11 (`gradspec run`'s before vocabulary 12), recorded at d7442a9 before split,
+# chunk and unbind were drawn.
+VOCABULARY_11_DIGESTS = {
+    ("all", 20, 0, 150):
+        "cdf05653572af30d911a6e77ac3ee5835a77eda359cc9289221a18fe66d2999f",
+    ("all", 40, 3000, 50):
+        "0b0d4e729fa4480a6392712c8fb528d958d2f73daaac3b03d5a3c26c0c18a71c",
+    ("no-grad_fn", 20, 0, 100):
+        "f066df7491011e147efa2df835a703f338fc1c4b16f45a858337cf19882ecb37",
+    ("core", 20, 0, 100):
+        "d3b746f4c6e00701d72d0db7e95848766727ddff1dead9108a63fd4168b78def",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -172,7 +184,8 @@ def test_random_programs_are_unchanged(key):
 # Each vocabulary that was once `gradspec run`'s, frozen: its digests above.
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
-          9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS}
+          9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
+          11: VOCABULARY_11_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
