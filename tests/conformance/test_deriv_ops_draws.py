@@ -77,6 +77,9 @@ def _check_exact_operands(program: Program) -> int:
             group[s.out] = len(group)
         elif s.op in ("view", "getitem", "detach", "data") and s.out:
             exact[s.out], group[s.out] = exact.get(s.target, False), group.get(s.target, -1)
+        elif s.op == "multi_view":      # split, chunk, unbind: views, one name per output
+            for n in s.params["outs"]:
+                exact[n], group[n] = exact.get(s.target, False), group.get(s.target, -1)
         elif s.op in ("inplace", "setitem") and s.target in group and path not in raises:
             if s.op == "inplace" and ops.ROWS[s.params["fn"]].jumps:
                 assert exact[s.target], s

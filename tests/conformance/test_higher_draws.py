@@ -135,7 +135,7 @@ def test_backward_with_create_graph_is_drawn_and_its_warning_never_compared():
     and a campaign's worker runs many programs: it is never compared; other warnings are."""
     drawn = sum(1 for seed in range(400) for _, s in program_for_seed(seed, None, 20).walk()
                 if s.op == "backward" and s.params.get("create_graph"))
-    assert drawn >= 15
+    assert drawn >= 12          # 15 in 400 programs at vocabulary 11, 14 at vocabulary 12
     p = Program([_leaf("x", [0.3, -1.2]), _call("y", "mul", "x", "x"), _call("s", "sum", "y"),
                  Stmt("backward", target="s", params={"create_graph": True}),
                  _see("x", "grad"), _see("y", "grad")])      # RETAIN-7 warns
