@@ -26,7 +26,7 @@ from ..lang.program import Stmt
 from ..model import T, predict, reach
 from ..model.tables import FACTORS, KINKS, VALUES_3
 from . import errors, errors_backward
-from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, scenario
+from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, backward_then_grad, scenario
 from .scenario import backward_pass as _backward
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
@@ -185,8 +185,7 @@ def node_hook_beside_none(g: Any) -> bool:
     c = g.make_leaf(shape=x.shape, dtype=x.dtype, rg=False)
     y = KINDS["call"].pair(g, "mul", x, c)
     KINDS["node_hook"].emit(g, y, "post", "scale", g.choice("factor", FACTORS))
-    _backward(g, y)
-    return KINDS["observe"].draw(g, x, "grad")
+    return backward_then_grad(g, x, y)
 
 
 @scenario("a node hook, then a backward pass", ("node_hooks", "grad_fn"))
@@ -332,8 +331,7 @@ def at_kinks(g: Any) -> bool:
     y = _made(g, g.choice("op with kinks", KINK_OPS), x)
     if y is None:
         return False
-    _backward(g, y)
-    return KINDS["observe"].draw(g, x, "grad")
+    return backward_then_grad(g, x, y)
 
 
 @scenario("an in-place op between two disjoint views of one tensor, then backward",
@@ -345,8 +343,7 @@ def disjoint_views(g: Any) -> bool:
     fn = g.choice("in-place fn", ["add_", "sub_", "copy_"])     # saving nothing of v1
     cl = g.apply_inplace(v0, [v1], False)
     g.emit(Stmt("inplace", target=v0.name, args=[v1.name], params={"fn": fn, "kw": {}}), cl)
-    _backward(g, y)
-    return KINDS["observe"].draw(g, a, "grad")
+    return backward_then_grad(g, a, y)
 
 
 # the scenarios of higher-order gradients, of inference mode and of layouts, declared after those

@@ -14,7 +14,7 @@ from ..kinds import KINDS
 from ..model import predict, reach
 from ..model.shapes import broadcast_values, index_shape, rank_views, solid_views, unit_views
 from ..model.tables import VALUES_3
-from .scenario import backward_pass, scenario
+from .scenario import backward_then_grad, scenario
 
 # the leaf shapes the scenarios start from: two dims, so that a transpose or a narrow makes a
 # tensor that is not contiguous
@@ -31,12 +31,6 @@ _LARGE_VIEWS = (("view", {"shape": [-1]}, (272,)), ("reshape", {"shape": [17, -1
                                                           (2, 8, 17)))
 
 
-def _backward_then_grad(g: Any, x: Any, t: Any) -> bool:
-    """A pass from t (its sum, joined with other graphs first), then a look at x.grad."""
-    backward_pass(g, t)
-    return KINDS["observe"].draw(g, x, "grad")
-
-
 @scenario("a view of a view that is not contiguous or has three dims, then backward",
           ("views",), weight=0, reweighted=((11, 6),))
 def view_of_view(g: Any) -> bool:
@@ -51,7 +45,7 @@ def view_of_view(g: Any) -> bool:
     else:
         second = rank_views(v.shape, v.contiguous) or unit_views(v.shape)
     w = KINDS["view"].emit(g, v, *g.choice("second view", second))
-    return _backward_then_grad(g, x, w)
+    return backward_then_grad(g, x, w)
 
 
 @scenario("a narrow at its dim's end (an empty view), then backward",
@@ -82,7 +76,7 @@ def large_view(g: Any) -> bool:
     y = g.call1(x, "mul", [2.0], {}, [])
     w = KINDS["view"].emit(g, y, *g.choice("large view", [o for o in _LARGE_VIEWS
                                                           if o[2] != shape]))
-    return _backward_then_grad(g, x, w)
+    return backward_then_grad(g, x, w)
 
 
 @scenario("setitem of a value broadcast to the view it writes, then backward", ("inplace",),
@@ -100,4 +94,4 @@ def setitem_broadcast(g: Any) -> bool:
     value = g.make_leaf(shape=g.choice("broadcast value shape", broadcast_values(shape)),
                         rg=g.boolean("value requires grad", 50))
     KINDS["setitem"].emit(g, y, index, value)
-    return _backward_then_grad(g, x, y)
+    return backward_then_grad(g, x, y)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..kinds import KINDS
 from ..kinds.backward import joined
 from ..model import predict, reach
 
@@ -41,3 +42,9 @@ def backward_pass(g: Any, t: Any, retain: Any = "draw") -> bool:
     if t.node is not None and not g.ok_kind(predict(reach([t.node]))):
         return False
     return g.emit_backward(g.sum_of(t) if t.shape else t, [], retain)
+
+
+def backward_then_grad(g: Any, x: Any, t: Any) -> bool:
+    """A backward pass from t (backward_pass), then a look at x.grad."""
+    backward_pass(g, t)
+    return KINDS["observe"].draw(g, x, "grad")

@@ -39,12 +39,9 @@ class MultiView(Kind):
             if not (whole or (key == "size" and isinstance(v, list) and v)):
                 what = "an int or a list of ints" if key == "size" else "an int"
                 fields.fail(path, f"params.kw.{key}", f"must be {what}, got {v!r}")
-        outs = fields.names(s, path, "outs") or []
+        outs = fields.names(s, path, "outs") or []      # each one a name (fields.atom)
         if not outs or len(set(outs)) != len(outs):
             fields.fail(path, "params.outs", f"must name each output once, got {outs!r}")
-        for i, n in enumerate(outs):
-            if not fields.is_name(n):
-                fields.fail(path, f"params.outs[{i}]", f"not a name: {n!r}")
 
     def binds(self, s):
         return list(s.params.get("outs") or [])

@@ -82,7 +82,7 @@ def view_options(a: T, inferred: bool = False, squeezes: bool = False,
     if squeezes:
         opts += _squeezes(a.shape)
     if units:
-        opts += _unit_views(a.shape)
+        opts += unit_views(a.shape)
     return opts + _parts(a.shape) if parts else opts
 
 
@@ -113,7 +113,8 @@ def part_contiguous(fn: str, kw: dict[str, Any], shape: tuple[int, ...]) -> bool
 
 
 @functools.cache
-def _unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+def unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    """`view` with a size-1 dim put in or taken out: torch allows it whatever the strides."""
     opts: list[ViewOption] = []
     for d in range(len(shape) + 1):
         s = shape[:d] + (1,) + shape[d:]
@@ -224,11 +225,6 @@ def rank_views(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ..
                 opts.append(("view", {"shape": list(s)}, s))
             opts.append(("reshape", {"shape": list(s)}, s))
     return tuple(opts)
-
-
-def unit_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
-    """`view` with a size-1 dim put in or taken out: torch allows it whatever the strides."""
-    return _unit_views(shape)
 
 
 @functools.cache
