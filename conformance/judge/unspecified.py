@@ -93,10 +93,11 @@ class Unspecified:
                 self.graph_open[name] = 1
         for name in kind.recorded_gradients(s):
             self.graph_open[name] = 2
-        if kind.aliases and s.out and s.target in self.group:
-            self.group[s.out] = self.group[s.target]
-            if kind.shares_version and s.target in self.versionless:
-                self.versionless.add(s.out)
+        if kind.aliases and s.target in self.group:
+            for name in bound:              # every output of a view (split's several)
+                self.group[name] = self.group[s.target]
+                if kind.shares_version and s.target in self.versionless:
+                    self.versionless.add(name)
         if kind.unversioned(s, o.shapes or e.shapes):
             self.versionless.update(bound)
         self.open.difference_update(bound)

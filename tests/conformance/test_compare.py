@@ -208,14 +208,21 @@ def test_version_of_gradients_is_unspecified(torch_engine):
         obs("r", "version"),                                               # 7: g's counter
         S("call", out="h", args=["g", 2.0], params={"fn": "mul"}),
         obs("h", "version"),                                               # 9: a fresh result
+        S("multi_view", target="g", params={"fn": "split", "kw": {"size": 1, "dim": 0},
+                                            "outs": ["a", "b"]}),
+        obs("a", "version"),                                               # 11: g's counter
+        obs("b", "version"),                                               # 12: g's counter
+        obs("b", "value"),                                                 # 13: specified
     ])
     o, e = traces(p, torch_engine)
-    e.by_path()["4"].value += 1
-    e.by_path()["7"].value += 1
+    for path in ("4", "7", "11", "12"):
+        e.by_path()[path].value += 1
     assert compare(p, o, e) == []
     e.by_path()["5"].value[0] += 1.0
     e.by_path()["9"].value += 1
-    assert [(d.path, d.what) for d in compare(p, o, e)] == [("5", "value"), ("9", "value")]
+    e.by_path()["13"].value[0] += 1.0
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [("5", "value"), ("9", "value"),
+                                                              ("13", "value")]
 
 
 # ---- UNSPEC-3: a .grad that may alias a `gradient=` tensor written through a view ---------
