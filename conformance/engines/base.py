@@ -190,7 +190,10 @@ class Engine(ABC):
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode: str, enabled: bool = True) -> AbstractContextManager[Any]:
         """A context manager for 'no_grad', 'enable_grad', 'set_grad_enabled' or (capability
-        inference_mode) 'inference_mode'; `enabled` is the argument of the last two."""
+        inference_mode) 'inference_mode'; `enabled` is the argument of the last two. The
+        executor leaves `enabled` out where the program does (an `inference_mode()` with no
+        argument), so that an adapter may call the library's own default: give it a default
+        of True."""
         raise NotImplementedError
 
     def grad_mode_decorator(self, mode: str, enabled: bool = True) -> Callable[[Any], Any]:

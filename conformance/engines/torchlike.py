@@ -100,12 +100,16 @@ class TorchLike(Engine):
         return t.grad_fn.register_hook(lambda grad_inputs, grad_outputs: fn(grad_inputs))
 
     # ---- grad modes -----------------------------------------------------------------------
-    def grad_mode(self, mode, enabled=True):
-        if mode in ("set_grad_enabled", "inference_mode"):
-            return getattr(self.torch, mode)(enabled)
+    def grad_mode(self, mode, enabled=None):
+        # enabled None: the program gave no argument, and inference_mode() runs with the
+        # library's default (INFER-1); set_grad_enabled has none, the language's is true
+        if mode == "set_grad_enabled":
+            return self.torch.set_grad_enabled(True if enabled is None else enabled)
+        if mode == "inference_mode" and enabled is not None:
+            return self.torch.inference_mode(enabled)
         return getattr(self.torch, mode)()
 
-    def grad_mode_decorator(self, mode, enabled=True):
+    def grad_mode_decorator(self, mode, enabled=None):
         return self.grad_mode(mode, enabled)    # torch's mode objects are decorators too
 
     def is_grad_enabled(self):

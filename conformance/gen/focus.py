@@ -177,7 +177,7 @@ def leaves_under_no_grad(g: Any) -> bool:
 
 
 @scenario("a node post-hook scaling a gradient beside an undefined one, then backward",
-          ("node_hooks", "grad_fn"), weight=0, reweighted=((11, 2),))
+          ("node_hooks", "grad_fn"), weight=0, reweighted=((11, 2), (13, 3)))
 def node_hook_beside_none(g: Any) -> bool:
     """x * c with c not requiring grad: the node's grad_inputs are (gradient, None), and a
     hook that scales the first returns the None in its place (HOOK-17)."""

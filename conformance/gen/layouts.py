@@ -4,16 +4,28 @@ strides rather than from the graph. A view of a view that is not contiguous or h
 starts at its dim's end (an empty view, VIEW-5), a view of a tensor of more than 256
 elements, and a setitem whose value broadcasts to the view it writes (INPLACE-9). Seed 0's
 stream at vocabulary 10 reached these too rarely to catch a fault of refimpl's code for them
-(benchmarks/README.md, mutation score).
+(benchmarks/README.md, mutation score). From vocabulary 13 also: views of tensors of four
+dims, an expand adding leading dims to a matrix, an index with None among slices and ints, a
+view across a stride above 256, and the zero_ and fill_ INPLACE-18 allows on an expanded view.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..kinds import KINDS
-from ..model import predict, reach
-from ..model.shapes import broadcast_values, index_shape, rank_views, solid_views, unit_views
-from ..model.tables import VALUES_3
+from ..lang.ops import ROWS
+from ..lang.program import Stmt
+from ..model import predict, reach, view_options
+from ..model.shapes import (
+    broadcast_values,
+    index_shape,
+    merged_views,
+    numel,
+    rank_views,
+    solid_views,
+    unit_views,
+)
+from ..model.tables import NUMBERS, VALUES_3
 from .scenario import backward_then_grad, scenario
 
 # the leaf shapes the scenarios start from: two dims, so that a transpose or a narrow makes a
@@ -29,6 +41,14 @@ _WHOLE_ROWS = (["..."], [{"slice": [None, None, None]}], [{"slice": [1, None, No
 _LARGE_VIEWS = (("view", {"shape": [-1]}, (272,)), ("reshape", {"shape": [17, -1]}, (17, 16)),
                 ("view", {"shape": [16, 17]}, (16, 17)), ("reshape", {"shape": [2, 8, 17]},
                                                           (2, 8, 17)))
+# from vocabulary 13 also a tensor whose dims have a stride of more than 256 (272), merged
+# by its views: only there is a stride compared with `is` instead of `==` wrong
+_WIDE = (2, 272)
+_WIDE_VIEWS = (("view", {"shape": [-1]}, (544,)), ("view", {"shape": [4, -1]}, (4, 136)),
+               ("reshape", {"shape": [8, 68]}, (8, 68)))
+# tensors of four dims (vocabulary 13): torch's computeStride walks their dims in chunks from
+# the last; a view that merges the last two dims needs the stride test of the dim before them
+_QUADS = ((2, 2, 2, 2), (1, 2, 3, 2), (2, 1, 2, 3), (2, 3, 2, 1))
 
 
 @scenario("a view of a view that is not contiguous or has three dims, then backward",
@@ -69,13 +89,59 @@ def empty_narrow(g: Any) -> bool:
 @scenario("a view of a tensor of more than 256 elements, then backward", ("views",),
           weight=0, reweighted=((11, 2),))
 def large_view(g: Any) -> bool:
-    shape = g.choice("large shape", _LARGE)
+    shape = g.choice("large shape", _LARGE + (_WIDE,) if g.vocabulary >= 13 else _LARGE)
     step = g.integer("large values step", 1, len(VALUES_3) - 1)
-    values = [VALUES_3[(i * step) % len(VALUES_3)] for i in range(272)]
+    values = [VALUES_3[(i * step) % len(VALUES_3)] for i in range(numel(shape))]
     x = g.make_leaf(shape=shape, rg=True, values=values)
     y = g.call1(x, "mul", [2.0], {}, [])
-    w = KINDS["view"].emit(g, y, *g.choice("large view", [o for o in _LARGE_VIEWS
-                                                          if o[2] != shape]))
+    views = _WIDE_VIEWS if shape == _WIDE else [o for o in _LARGE_VIEWS if o[2] != shape]
+    w = KINDS["view"].emit(g, y, *g.choice("large view", views))
+    return backward_then_grad(g, x, w)
+
+
+@scenario("a view of a tensor of four dims, then backward", ("views",), weight=0,
+          reweighted=((13, 2),))
+def view_of_quad(g: Any) -> bool:
+    """view and reshape of a contiguous tensor of four dims that merge two neighbouring dims
+    or all of them (spec/view.md: the strides torch computes for them)."""
+    x = g.make_leaf(shape=g.choice("leaf shape of four dims", _QUADS), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    y = KINDS["call"].join(g, y) or y
+    w = KINDS["view"].emit(g, y, *g.choice("merging view", merged_views(y.shape)))
+    return backward_then_grad(g, x, w)
+
+
+@scenario("an expand that adds leading dims to a matrix, then backward", ("views",),
+          weight=0, reweighted=((13, 2),))
+def expand_leading(g: Any) -> bool:
+    """t.expand(k, *t.shape) of a matrix, some sizes given as -1 (keep the dim): the
+    backward sums over the new dims (ExpandBackward0, VIEW-5's expand)."""
+    x = g.make_leaf(shape=g.choice("expanded leaf shape", _MATRICES), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    a, b = y.shape
+    w = KINDS["view"].emit(g, y, *g.choice("expand adding dims", (
+        ("expand", {"size": [2, a, b]}, (2, a, b)),
+        ("expand", {"size": [3, -1, b]}, (3, a, b)),
+        ("expand", {"size": [2, a, -1]}, (2, a, b)),
+        ("expand", {"size": [2, 1, -1, -1]}, (2, 1, a, b)))))
+    return backward_then_grad(g, x, w)
+
+
+# indices of a matrix (INDEX encoding) with a None after a dim that an index keeps or
+# consumes, then an int: the int addresses the dim after the new one
+_NONE_INDICES = ([{"slice": [None, None, None]}, None, 0], ["...", None, -1],
+                 [{"slice": [1, None, None]}, None, {"slice": [None, None, 2]}],
+                 [0, None, {"slice": [None, -1, None]}], [None, -1, None, 0])
+
+
+@scenario("an index with None among slices and ints, then backward", ("views",), weight=0,
+          reweighted=((13, 2),))
+def index_with_none(g: Any) -> bool:
+    x = g.make_leaf(shape=g.choice("indexed leaf shape", _MATRICES), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    index = g.choice("index with None", _NONE_INDICES)
+    w = KINDS["getitem"].emit(g, y, [dict(i, slice=list(i["slice"])) if isinstance(i, dict)
+                                     else i for i in index])
     return backward_then_grad(g, x, w)
 
 
@@ -95,3 +161,19 @@ def setitem_broadcast(g: Any) -> bool:
                         rg=g.boolean("value requires grad", 50))
     KINDS["setitem"].emit(g, y, index, value)
     return backward_then_grad(g, x, y)
+
+
+@scenario("zero_ or fill_ of an expanded view of a tensor that does not require grad",
+          ("views", "inplace"), weight=0, reweighted=((13, 2),))
+def expanded_fill(g: Any) -> bool:
+    """The two writes INPLACE-18 allows on an expanded view: one value for every element, so
+    its base holds that value (its errors are gen/errors_overlap.py's). What a backward does
+    through them is left open, so the base does not require grad."""
+    t = g.make_leaf(shape=g.choice("expanded shape", [(1, 3), (2, 1), (3,), ()]), rg=False)
+    e = KINDS["view"].emit(g, t, *g.choice("expand", [o for o in view_options(t)
+                                                      if o[0] == "expand"]))
+    fn = g.choice("fill of the expanded view", ["zero_", "fill_"])
+    args = [g.choice("number", NUMBERS)] if fn == "fill_" else []
+    cl = g.apply_inplace(e, [], False) + list(ROWS[fn].clauses) + ["INPLACE-18"]
+    g.emit(Stmt("inplace", target=e.name, args=args, params={"fn": fn, "kw": {}}), cl)
+    return KINDS["observe"].draw(g, t, "value")

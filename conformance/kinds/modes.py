@@ -48,14 +48,17 @@ class Mode(Kind):
 
     def run(self, x, s, ev, path):
         e, p = x.e, s.params
+        # no `enabled` in the program: none passed, so that the adapter may call the mode with
+        # no argument as the script does (an engine's default is part of what is checked)
+        given = (p["enabled"],) if "enabled" in p else ()
         if p.get("decorator"):
-            @e.grad_mode_decorator(p["mode"], bool(p.get("enabled", True)))
+            @e.grad_mode_decorator(p["mode"], *given)
             def block() -> None:
                 x.current = None
                 x.block(s.body, path + ".")
             block()
         else:
-            with e.grad_mode(p["mode"], bool(p.get("enabled", True))):
+            with e.grad_mode(p["mode"], *given):
                 x.current = None
                 x.block(s.body, path + ".")
 

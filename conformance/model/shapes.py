@@ -228,6 +228,17 @@ def rank_views(shape: tuple[int, ...], contiguous: bool) -> tuple[ViewOption, ..
 
 
 @functools.cache
+def merged_views(shape: tuple[int, ...]) -> tuple[ViewOption, ...]:
+    """view and reshape of a contiguous tensor that merge two neighbouring dims into one, and
+    view to one dim: the strides torch finds for them by merging dims chunk by chunk."""
+    opts: list[ViewOption] = []
+    for d in range(len(shape) - 1):
+        s = shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:]
+        opts += [("view", {"shape": list(s)}, s), ("reshape", {"shape": list(s)}, s)]
+    return (*opts, ("view", {"shape": [-1]}, (numel(shape),)))
+
+
+@functools.cache
 def broadcast_values(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """Shapes other than `shape` that broadcast to it: with a leading 1, without the first dim,
     and with one dim of size 1 in place of a larger one (a setitem's value, vocabulary 11)."""

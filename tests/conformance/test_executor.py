@@ -301,3 +301,36 @@ def test_harness_error_names_the_statement_and_the_field():
     t = execute(Program([S("leaf", out="y", params={"values": [1.0], "shape": [1]})]),
                 load_engine("torch"))
     assert t.events[0].message == "ProgramError: statement 0: params.dtype: missing"
+
+
+class _ModeSpy(TorchLike):
+    """torch, recording the arguments each grad-mode block is entered with."""
+
+    def __init__(self):
+        import torch
+        super().__init__(torch, "torch")
+        self.calls: list[tuple] = []
+
+    def grad_mode(self, mode, *enabled):
+        self.calls.append((mode, *enabled))
+        return super().grad_mode(mode, *enabled)
+
+    def grad_mode_decorator(self, mode, *enabled):
+        self.calls.append(("@" + mode, *enabled))
+        return TorchLike.grad_mode(self, mode, *enabled)    # torch's modes decorate too
+
+
+def test_a_mode_without_its_argument_is_entered_with_the_library_default():
+    """inference_mode() with no argument is on (INFER-1): the executor passes no `enabled`
+    where the program gives none, so that an adapter calls the library's default as the
+    rendered script does; where the program gives one, it is passed."""
+    leaf = S("leaf", out="x", params={"values": [1.0], "shape": [1], "dtype": "float32",
+                                      "requires_grad": True})
+    body = [S("call", out="y", args=["x", 2.0], params={"fn": "mul", "kw": {}}),
+            S("observe", target="y", params={"what": "requires_grad"})]
+    spy = _ModeSpy()
+    for params in ({"mode": "inference_mode"}, {"mode": "inference_mode", "decorator": True},
+                   {"mode": "inference_mode", "enabled": False}):
+        trace = execute(Program([leaf, S("mode", params=params, body=body)]), spy)
+        assert trace.events[-1].value is (params.get("enabled") is False), (params, trace)
+    assert spy.calls == [("inference_mode",), ("@inference_mode",), ("inference_mode", False)]

@@ -156,6 +156,18 @@ VOCABULARY_11_DIGESTS = {
     ("core", 20, 0, 100):
         "d3b746f4c6e00701d72d0db7e95848766727ddff1dead9108a63fd4168b78def",
 }
+# Vocabulary 12 (`gradspec run`'s before vocabulary 13), recorded at 4375e0f before the
+# layout scenarios of vocabulary 13 were drawn.
+VOCABULARY_12_DIGESTS = {
+    ("all", 20, 0, 150):
+        "18501d4658224ec9f4cffc758f4621dad90bf5373efb36c52371f610c30c706b",
+    ("all", 40, 3000, 50):
+        "41a7f153672e55f8fbb92923b3fde2b4c0409be4aead5a03c6f79ddabee40820",
+    ("no-grad_fn", 20, 0, 100):
+        "9537aa704777eeb240dcdf5638f3d48b1f9f658af4302cf360a32ce3d78becdf",
+    ("core", 20, 0, 100):
+        "955f3fc53cd7de79d3bbe999d7bf5611b0a24c16b82db0f27df1b971525452d4",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -185,7 +197,7 @@ def test_random_programs_are_unchanged(key):
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
-          11: VOCABULARY_11_DIGESTS}
+          11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

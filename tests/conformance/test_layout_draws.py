@@ -2,8 +2,10 @@
 view of a view that is not contiguous or has three dims, a narrow at its dim's end (an empty
 view, VIEW-5), a view of a tensor of more than 256 elements, a setitem whose value broadcasts
 to the view it writes (INPLACE-9), and a node post-hook over a node's undefined gradient
-(HOOK-17, gen/focus.py). Each is drawn in the default stream, only
-from vocabulary 11, and its programs agree on torch and refimpl (how often the model predicts
+(HOOK-17, gen/focus.py). Vocabulary 13 adds views of tensors of four dims, expands that add
+leading dims to a matrix, indices with None among slices and ints, a stride above 256, and
+the writes INPLACE-18 allows on an expanded view. Each is drawn in the default stream, only
+from its vocabulary, and its programs agree on torch and refimpl (how often the model predicts
 what raises is measured over all programs: test_generator.py)."""
 from __future__ import annotations
 
@@ -25,15 +27,19 @@ SCENARIOS = ("a view of a view that is not contiguous or has three dims, then ba
              "a view of a tensor of more than 256 elements, then backward",
              "a node post-hook scaling a gradient beside an undefined one, then backward",
              "setitem of a value broadcast to the view it writes, then backward")
+SCENARIOS_13 = ("a view of a tensor of four dims, then backward",
+                "an expand that adds leading dims to a matrix, then backward",
+                "an index with None among slices and ints, then backward",
+                "zero_ or fill_ of an expanded view of a tensor that does not require grad")
 SEEDS = range(300)      # `gradspec run`'s default count, seed 0
 
 
 @pytest.fixture(scope="module")
 def drawn() -> dict[str, list[int]]:
     """Scenario -> the seeds of the default stream whose programs drew it."""
-    seen: dict[str, list[int]] = {n: [] for n in SCENARIOS}
+    seen: dict[str, list[int]] = {n: [] for n in SCENARIOS + SCENARIOS_13}
     current = [0]
-    originals = {n: scenario.SCENARIOS[n] for n in SCENARIOS}
+    originals = {n: scenario.SCENARIOS[n] for n in seen}
 
     def spy(name, fn):
         def draw(g):
@@ -56,6 +62,11 @@ def drawn() -> dict[str, list[int]]:
 def test_the_layout_scenarios_are_drawn_from_vocabulary_11_only():
     assert set(SCENARIOS) <= set(dict(focus_table(frozenset(ALL_CAPABILITIES), 11)))
     assert not set(SCENARIOS) & set(dict(focus_table(frozenset(ALL_CAPABILITIES), 10)))
+
+
+def test_the_scenarios_of_vocabulary_13_are_drawn_from_it_only():
+    assert set(SCENARIOS_13) <= set(dict(focus_table(frozenset(ALL_CAPABILITIES), 13)))
+    assert not set(SCENARIOS_13) & set(dict(focus_table(frozenset(ALL_CAPABILITIES), 12)))
 
 
 def test_each_layout_scenario_is_in_several_programs_of_the_default_stream(drawn):
@@ -84,6 +95,33 @@ def test_the_forms_they_exist_for_are_in_their_programs(drawn, monkeypatch):
     assert any(fn == "narrow" and kw["length"] == 0 and kw["start"] == a[kw["dim"]]
                for a, _, fn, kw, _ in made)
     assert any(len(a) and a[0] * (a[1] if len(a) > 1 else 1) > 256 for a, *_ in made)
+    # vocabulary 13: a view merging the last two dims of a tensor of four, and one merging
+    # dims across a stride above 256
+    assert any(len(a) == 4 and c and fn == "view" and s == a[:2] + (a[2] * a[3],)
+               for a, c, fn, _, s in made)
+    assert any(c and fn == "view" and len(a) == 2 and a[1] > 256 and len(s) < 3 and s[-1] != a[1]
+               for a, c, fn, _, s in made)
+    # expands adding a dim to a matrix: a size -1 after the new dim, and a non-square matrix
+    expands = [(a, kw["size"]) for a, _, fn, kw, _ in made if fn == "expand" and len(a) == 2]
+    assert any(len(size) == 3 and size[2] == -1 for _, size in expands), expands
+    assert any(len(size) > 2 and a[0] != a[1] for a, size in expands), expands
+
+
+def test_indices_with_none_after_a_dim_and_allowed_expanded_writes(drawn):
+    """In vocabulary 13's default stream: x[:, None, 0] and its kin (a None after an odd number
+    of dims, then an index), and zero_ and fill_ of an expanded view."""
+    indices, fills = [], []
+    for seed in sorted(set(drawn["an index with None among slices and ints, then backward"]
+                           + drawn["zero_ or fill_ of an expanded view of a tensor that does "
+                                   "not require grad"])):
+        for _, s in program_for_seed(seed, ALL_CAPABILITIES, 20).walk():
+            if s.op == "getitem" and None in s.params["index"]:
+                indices.append(s.params["index"])
+            if s.op == "inplace" and s.params["fn"] in ("zero_", "fill_"):
+                fills.append(s.params["fn"])
+    assert any(i.index(None) % 2 == 1 and isinstance(i[-1], int) for i in indices), indices
+    assert any(i[:2] == ["...", None] for i in indices), indices
+    assert {"zero_", "fill_"} <= set(fills), fills
 
 
 def test_setitem_values_of_another_shape_broadcast_to_the_view_written(drawn, monkeypatch):
