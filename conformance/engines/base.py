@@ -72,7 +72,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "custom_function": (),          # no statement: probed through the engine's module (probes.py)
     "data_assign": (),              # no statement: probed through the engine's module (probes.py)
     "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
-    "multi_grad_hooks": (),         # no statement: probed through the engine's module (probes.py)
+    "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
     "narrow_select": (),            # view rows of the op table (views' own method)
     "multi_views": ("view_many",),
 }
@@ -185,6 +185,15 @@ class Engine(ABC):
         """A hook on t.grad_fn (capability node_hooks, HOOK-15): kind 'pre' (register_prehook;
         fn gets the node's grad_outputs) or 'post' (register_hook; fn gets its grad_inputs).
         fn returns None or a replacement tuple."""
+        raise NotImplementedError
+
+    def register_multi_grad_hook(self, tensors: list[Tensor], fn: Callable[[Any], None],
+                                 mode: str) -> Handle:
+        """torch.autograd.graph.register_multi_grad_hook(tensors, fn, mode=mode) (capability
+        multi_grad_hooks, HOOK-19, HOOK-20): mode 'all' calls fn(grads), a sequence with one
+        gradient or None per tensor, once per pass when every counted tensor's hook ran;
+        'any' calls fn(grad) once per pass with the first gradient. The handle removes all
+        its hooks (remove_hook)."""
         raise NotImplementedError
 
     # ---- grad modes -----------------------------------------------------------------------

@@ -99,6 +99,9 @@ class TorchLike(Engine):
             return t.grad_fn.register_prehook(lambda grad_outputs: fn(grad_outputs))
         return t.grad_fn.register_hook(lambda grad_inputs, grad_outputs: fn(grad_inputs))
 
+    def register_multi_grad_hook(self, tensors, fn, mode):
+        return self.torch.autograd.graph.register_multi_grad_hook(tuple(tensors), fn, mode=mode)
+
     # ---- grad modes -----------------------------------------------------------------------
     def grad_mode(self, mode, enabled=None):
         # enabled None: the program gave no argument, and inference_mode() runs with the

@@ -86,6 +86,8 @@ HOOK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
                                   "HOOK-1"),
     ("post_hook", ""): ("HOOK-13",),
     ("node_hook", ""): ("HOOK-15",),
+    ("multi_grad_hook", "all"): ("HOOK-19",),
+    ("multi_grad_hook", "any"): ("HOOK-20",),
 }
 
 # What a divergence shows that is a class of its own whatever its primary clause (spec/README.md,

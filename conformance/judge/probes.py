@@ -11,11 +11,11 @@ A probe is a small program (conformance/lang/program.py) that uses the capabilit
 clauses do; it runs on the engine and on the oracle through the adapter, and the capability
 "works" when the traces agree (comparator and all). An adapter method that raises
 NotImplementedError, or an engine error, makes the probe fail. `node_hooks`, `custom_function`,
-`data_assign`, `saved_tensors_hooks` and `multi_grad_hooks` are probed through the engine's
+`data_assign` and `saved_tensors_hooks` are probed through the engine's
 torch-shaped module when the adapter is a plain view of one (it renders repros as
 `import X as torch`), and are left unprobed otherwise (the node hooks probe predates the
 `node_hook` program statement; no program statement defines a custom Function, assigns `.data`,
-calls `set_()`, registers saved-tensor hooks or registers a multi-grad hook).
+calls `set_()` or registers saved-tensor hooks).
 """
 from __future__ import annotations
 
@@ -120,6 +120,16 @@ PROBES: dict[str, list[Stmt]] = {
                     _see("a", "value"), _see("b", "value"), _call("m", "mul", "c", "b"),
                     _call("s", "sum", "m"), _call("t", "add", "s", "f"), _backward("t"),
                     _see("x", "grad")],
+    # HOOK-19, HOOK-20: "all" waits for x, a and w (off the path: None); "any" runs once
+    "multi_grad_hooks": [X, _leaf("w", [2.0], []), _call("a", "mul", "x", 2.0),
+                         _call("o", "mul", "x", "w"),
+                         Stmt("multi_grad_hook", out="m", args=["x", "a", "o"],
+                              params={"mode": "all", "label": "m"}),
+                         Stmt("multi_grad_hook", out="n", args=["a", "x"],
+                              params={"mode": "any", "label": "n"}),
+                         _call("s", "sum", "a"), _backward("s", retain_graph=True),
+                         Stmt("remove", target="m"), Stmt("remove", target="n"),
+                         _backward("s"), _see("x", "grad")],
     "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
                   _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),
@@ -264,46 +274,11 @@ def _saved_tensors_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
     return True, "saved-tensor hooks pack, unpack and compute the gradient as torch does"
 
 
-def _multi_grad_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
-    """`register_multi_grad_hook` in both modes, on a leaf, a non-leaf and a tensor off the
-    path, then removed (HOOK-19, HOOK-20), through the engine's torch-shaped module; torch 2.13
-    calls the "all" hook once, after x's own earlier hook, with [[6.0, 6.0], [3.0, 3.0], None],
-    and the "any" hook once with a's gradient [3.0, 3.0]; removed, neither runs again."""
-    torch = getattr(engine, "torch", None)
-    if torch is None or engine.render_prelude() is None:
-        return None, "no probe: multi-grad hooks need a torch-shaped module that is the engine"
-    calls: list[Any] = []
-
-    def grads(gs):
-        calls.append(["all", *(None if g is None else g.tolist() for g in gs)])
-    try:
-        register = torch.autograd.graph.register_multi_grad_hook
-        x = torch.tensor([1.0, 2.0], requires_grad=True)
-        a, off = x * 2, x * 5
-        x.register_hook(lambda g: calls.append("x"))
-        handles = [register((x, a, off), grads),
-                   register((x, a), lambda g: calls.append(["any", g.tolist()]), mode="any")]
-        y = (a * 3).sum()
-        y.backward(retain_graph=True)
-        for h in handles:
-            h.remove()
-        y.backward()
-        got = (calls, x.grad.tolist())
-    except Exception as exc:
-        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
-    want = ([["any", [3.0, 3.0]], "x", ["all", [6.0, 6.0], [3.0, 3.0], None], "x"],
-            [12.0, 12.0])
-    if got != want:
-        return False, f"got (hook calls, x.grad) {got}, expected {want}"
-    return True, "multi-grad hooks run once per pass, with the gradients torch gives them"
-
-
 # capabilities no program statement uses, probed through the engine's module instead
 MODULE_PROBES = {"node_hooks": _node_hooks_via_module,
                  "custom_function": _custom_function_via_module,
                  "data_assign": _data_assign_via_module,
-                 "saved_tensors_hooks": _saved_tensors_hooks_via_module,
-                 "multi_grad_hooks": _multi_grad_hooks_via_module}
+                 "saved_tensors_hooks": _saved_tensors_hooks_via_module}
 
 
 def probe_program(capability: str) -> Program:

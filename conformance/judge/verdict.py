@@ -212,7 +212,9 @@ def _hooks(view: _Program, path: str, o: Event, e: Event
             view.at.get(path, 0):
         key = "removed"         # a hook called after its handle was removed
     op = hook[0] if hook else "hook"
-    cands = HOOK_CALLS.get((op, key if op == "hook" else ""), HOOK_CALLS[("hook", "missing")])
+    variant = key if op == "hook" else KINDS[op].hook_variant(view.flat[hook[3]][1]) \
+        if hook else ""
+    cands = HOOK_CALLS.get((op, variant), HOOK_CALLS[("hook", "missing")])
     return "calls" if ol else "none", how, cands, cands[-1]
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..lang.program import Stmt
-from ..model import T
+from ..model import T, predict, reach
 from ..model.tables import FACTORS, HOOK_BEHAVIOURS, NODE_HOOK_BEHAVIOURS
 from . import fields
-from .registry import Kind, kind
+from .registry import KINDS, Kind, kind
 
 LABEL = (str, type(None))
 
@@ -247,4 +247,88 @@ class Remove(Kind):
         else:
             node.hooks.pop(name, None)
         g.emit(Stmt("remove", target=name), ["HOOK-6"])
+        return True
+
+
+def multi_hook(x: Any, label: str, mode: str):
+    """A multi-grad hook's fn: logs each gradient it is given (mode 'all': one entry per
+    tensor, None where there is none, HOOK-19; 'any': the one it gets, HOOK-20); returns None
+    (what it returns is ignored)."""
+    def hook(grads):
+        for g in (grads if mode == "all" else [grads]):
+            x.log(label, g)
+    return hook
+
+
+@kind
+class MultiGradHook(Kind):
+    name = "multi_grad_hook"
+    param_keys = ("mode", "label")
+    binds_handle = True
+    weight = 6
+    since = 14
+    doc = ("out = torch.autograd.graph.register_multi_grad_hook(args, fn, mode=params.mode): "
+           "args name the tensors; params.mode 'all' (fn logs params.label and each gradient, "
+           "None where there is none) or 'any' (fn logs the one gradient it gets)")
+    caps = ("multi_grad_hooks", "hooks")
+
+    def check(self, s, path):
+        fields.name(s, path, "out")
+        if s.target is not None:
+            fields.fail(path, "target", "must be absent: args name the tensors")
+        if not s.args or not all(isinstance(a, str) and fields.is_name(a) for a in s.args):
+            fields.fail(path, "args", f"must name one or more tensors, got {s.args!r}")
+        fields.param(s, path, "mode", (str,), choices=("all", "any"))
+        fields.param(s, path, "label", LABEL, required=False)
+
+    def hook_variant(self, s):
+        return s.params.get("mode", "all")
+
+    def run(self, x, s, ev, path):
+        p = s.params
+        x.env[s.out] = x.e.register_multi_grad_hook(
+            [x.env[a] for a in s.args], multi_hook(x, p.get("label") or s.out, p["mode"]),
+            p["mode"])
+
+    def render(self, s, path):
+        label, mode = s.params.get("label") or s.out, s.params["mode"]
+        tensors = ", ".join(s.args) + ("," if len(s.args) == 1 else "")
+        return [f"{s.out} = torch.autograd.graph.register_multi_grad_hook(({tensors}), "
+                f"multi({label!r}, {mode!r}), mode={mode!r})"]
+
+    def draw(self, g):
+        """A multi-grad hook on two or three tensors, one backward pass or two from a result
+        computed from one of them, then its removal: so that no later pass starts from one of
+        its tensors or is an autograd.grad with a leaf of them as an input (UNSPEC-14)."""
+        if g.depth or not g.grad_enabled:     # its passes need a graph: none in a block
+            return False
+        cands = g.live(lambda u: u.hookable() and not u.stale)
+        if len(cands) < 2:
+            return False
+        first = g.choice("multi hook on", cands)
+        tensors = [first] + [g.choice("multi hook also on", cands)
+                             for _ in range(g.integer("more tensors", 1, 2))]
+        tensors = list(dict.fromkeys(tensors))
+        y = g.call1(first, "mul", [2.0], {}, [])        # a root that is none of the tensors
+        y = KINDS["call"].join(g, y) or y
+        if predict(reach([y.node])) is not None:       # its pass would raise: no hook
+            return True
+        # one hook of each mode, half the time on the same tensors, in either order
+        modes = g.choice("multi hook modes", [["all"], ["any"], ["all", "any"], ["any", "all"]])
+        names = []
+        for mode in modes:
+            on = list(tensors)
+            if mode == "any" and g.boolean("a tensor that does not require grad", 30):
+                off = g.pick("ignored by the any hook", lambda u: not u.rg and u.is_float)
+                if off is not None:
+                    on.insert(g.integer("at", 0, len(on)), off)
+            names.append(g.fresh("h"))
+            g.emit(Stmt("multi_grad_hook", out=names[-1], args=[t.name for t in on],
+                        params={"mode": mode, "label": names[-1]}),
+                   ["HOOK-19" if mode == "all" else "HOOK-20", "HOOK-1"])
+        retain = True if "retain_graph" in g.caps else None   # a second pass needs it kept
+        for _ in range(g.integer("passes", 1, 2) if retain else 1):
+            g.emit_backward(g.sum_of(y) if y.shape else y, [], retain)
+        for name in names:
+            g.emit(Stmt("remove", target=name), ["HOOK-6"])
         return True

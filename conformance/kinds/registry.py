@@ -39,7 +39,7 @@ ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
-    "multi_view",
+    "multi_view", "multi_grad_hook",
 )
 
 
@@ -121,6 +121,11 @@ class Kind:
     def grad_hook(self, s: Any) -> str | None:
         """The label of the hook calls it registers that show its target's .grad, if any."""
         return None
+
+    def hook_variant(self, s: Any) -> str:
+        """Which of its kind's rows of judge/defining.py HOOK_CALLS defines the calls of the
+        hook it registers ("" for the kind's one row)."""
+        return ""
 
     def hook_order_open(self, s: Any) -> bool:
         """Whether the order of the hook calls it makes is left open (UNSPEC-7: three or

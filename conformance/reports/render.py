@@ -74,6 +74,15 @@ def node_hook(label, factor=None, returns=None):
             return list(grads)
         return None
     return hook
+
+
+def multi(label, mode):
+    """For torch.autograd.graph.register_multi_grad_hook: logs each gradient it gets (mode
+    "all": one per tensor, None where there is none; "any": the one it gets); returns None."""
+    def hook(grads):
+        for grad in (grads if mode == "all" else [grads]):
+            show(f"  hook {label} got", grad)
+    return hook
 '''
 
 def _kind(s: Stmt, path: str) -> Kind:

@@ -168,6 +168,18 @@ VOCABULARY_12_DIGESTS = {
     ("core", 20, 0, 100):
         "955f3fc53cd7de79d3bbe999d7bf5611b0a24c16b82db0f27df1b971525452d4",
 }
+# Vocabulary 13 (`gradspec run`'s before vocabulary 14), recorded at 90f67e0 before the
+# multi_grad_hook statement was drawn.
+VOCABULARY_13_DIGESTS = {
+    ("all", 20, 0, 150):
+        "50ea39a72f1c8fee4fc90c6349f6ab31aaae5eac393be48578c64053a4d776e0",
+    ("all", 40, 3000, 50):
+        "6c6e13bbe129e757cc0f6f4905a79264802dbb0d5b1a10cdabcec734c56f1150",
+    ("no-grad_fn", 20, 0, 100):
+        "818b3ecf69f42f614c047be4241fce678e97260352f38d138891ae732969eeb0",
+    ("core", 20, 0, 100):
+        "a71b0cb245cdf66e7497108b8f5a00a59a8966d8b45d75b70506e468e4f61240",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -197,7 +209,8 @@ def test_random_programs_are_unchanged(key):
 FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGESTS,
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
-          11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS}
+          11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
+          13: VOCABULARY_13_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
