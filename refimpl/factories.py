@@ -22,8 +22,10 @@ def from_data(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         data = data.tolist()
     if dtype is None:
         dtype = _infer(data)
-    t = wrap(be, be.xp.asarray(data, dtype=be.native[dtype]))
-    return set_requires_grad(t, requires_grad)
+    array = be.xp.asarray(data, dtype=be.native[dtype])
+    if not isinstance(data, (list, tuple, bool, int, float)):
+        array = be.copy(array)      # an array: torch.tensor copies it, never shares its memory
+    return set_requires_grad(wrap(be, array), requires_grad)
 
 
 def set_requires_grad(t: Tensor, flag) -> Tensor:

@@ -30,6 +30,7 @@ class _State(threading.local):
     def __init__(self):
         self.hooks: list[tuple] = []          # (pack, unpack), innermost last
         self.disabled: str | None = None      # the message while hooks are disabled
+        self.original = None                  # (target, clone) of the in-place op running
 
 
 _state = _State()
@@ -48,10 +49,23 @@ class HookedValue(SavedValue):
 
 def hook(value: SavedValue, t, tensors=False) -> SavedValue:
     """value, the saved value of tensor t, packed by the hooks in force (SAVED-1), or value
-    itself when none are. tensors: unpack gives tensors (a custom Function's saved_tensors)."""
+    itself when none are. tensors: unpack gives tensors (a custom Function's saved_tensors).
+    Within an in-place op (packing_original), its target's old value is packed as a copy,
+    and its result is packed once it is the target, after the write (commit_inplace)."""
     if not _state.hooks:
         return value
     pack, unpack = _state.hooks[-1]
+    original = _state.original
+    if original is not None and value.idx == -1:
+        return PackLater(value, pack, unpack, tensors)
+    if original is not None and t is original[0] and value.idx == 0:
+        # torch's original_self = self.clone(), made with the grad mode in force
+        t = original[1](t)
+        value = SavedValue(t._data, t._vc, value.origin, 0, value.dtype)
+    return _pack(value, t, pack, unpack, tensors)
+
+
+def _pack(value: SavedValue, t, pack, unpack, tensors) -> SavedValue:
     version, was = t._vc[0], grad_mode.enabled[0]
     grad_mode.enabled[0] = False
     try:
@@ -64,6 +78,37 @@ def hook(value: SavedValue, t, tensors=False) -> SavedValue:
     hooked.vc = value.vc  # the counter a create_graph unpack shares (refimpl/differentiable.py)
     hooked.packed, hooked.unpack_hook, hooked.tensors = packed, unpack, tensors
     return hooked
+
+
+class PackLater(SavedValue):
+    """The result of an in-place op, saved while hooks are in force: packed by `packed_as`
+    once the op has written it into its target, which is what pack then gets."""
+    __slots__ = ("hooks",)
+
+    def __init__(self, value: SavedValue, pack, unpack, tensors):
+        super().__init__(value.array, value.vc, value.origin, value.idx, value.dtype)
+        self.hooks = (pack, unpack, tensors)
+
+    def packed_as(self, target) -> SavedValue:
+        value = SavedValue(target._data, target._vc, self.origin, self.idx, self.dtype)
+        hooked = _pack(value, target, *self.hooks)
+        hooked.edge = self.edge     # set by rebase_history for a write through a view
+        return hooked
+
+
+def in_force() -> bool:
+    return bool(_state.hooks)
+
+
+@contextlib.contextmanager
+def packing_original(target, clone):
+    """While an in-place op on `target` computes and saves: a saved value of its input 0 is
+    packed as clone(target), a copy of the old value (see hook)."""
+    _state.original = (target, clone)
+    try:
+        yield
+    finally:
+        _state.original = None
 
 
 class saved_tensors_hooks:

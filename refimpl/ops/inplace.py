@@ -10,7 +10,7 @@ CopySlices for a view). zero_, fill_ and copy_ exist only in place.
 """
 from __future__ import annotations
 
-from .. import broadcast, errors, grad_mode
+from .. import broadcast, errors, grad_mode, saved_hooks
 from ..differentiable import math
 from ..differentiable import zeros_like as _zeros
 from ..node import Node
@@ -101,7 +101,11 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
     for s in node.saved:
         if s is not None and s.idx == -1:  # t's own memory: later writes through aliases show
             s.array, s.version = t._data, t._vc[0]
-    return rebase_history(t, node)
+    rebase_history(t, node)
+    if any(isinstance(s, saved_hooks.PackLater) for s in node.saved):
+        node.saved = tuple(s.packed_as(t) if isinstance(s, saved_hooks.PackLater) else s
+                           for s in node.saved)     # pack gets t itself, as written (SAVED-1)
+    return t
 
 
 def rebase_history(t: Tensor, node: Node) -> Tensor:
@@ -181,6 +185,9 @@ def inplace(op):
         check_inplace(self, args + tuple(kwargs.values()))
         for other in args:
             check_overlap(self, other)
+        if saved_hooks.in_force():      # pack hooks get a copy of self's old value (SAVED-1)
+            with saved_hooks.packing_original(self, clone):
+                return commit_inplace(self, op(self, *args, **kwargs))
         return commit_inplace(self, op(self, *args, **kwargs))
     method.__name__ = op.__name__ + "_"
     return method

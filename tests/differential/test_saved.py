@@ -495,3 +495,47 @@ def test_what_is_left_open_leaves_the_rest_specified(differential):
         z.sin().sum().backward()
         log("fresh tensor", z.grad)
     differential(prog)
+
+
+# an in-place op, and whether its backward needs the target's old value (it is packed as a
+# copy) or its result (the target itself is packed, after the write)
+INPLACE = {"sin_": "old value", "mul_ by a number": "none", "exp_": "result",
+           "pow_": "old value", "relu_": "result"}
+
+
+@pytest.mark.clause("SAVED-1")
+@pytest.mark.clause("SAVED-6")
+@pytest.mark.parametrize("op", INPLACE)
+@pytest.mark.parametrize("through_view", [False, True], ids=["target", "view"])
+@pytest.mark.parametrize("keep", ("itself", "clone"))
+def test_an_in_place_op_packs_a_copy_of_the_old_value_and_the_target_as_written(
+        differential, op, through_view, keep):
+    """What pack gets from an in-place op: a copy of the target's old value (a new tensor with
+    CloneBackward0 where it requires grad), or the target itself once written; an identity
+    pair then computes with the copy's values or with the target's values at backward."""
+    def prog(torch, log):
+        calls = []
+        x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+
+        def pack(t):
+            calls.append((t.tolist(), t._version, t.requires_grad,
+                          t.grad_fn.name() if t.grad_fn is not None else None))
+            return t if keep == "itself" else t.detach().clone()
+        h = x * 1
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda p: p):
+            target = h[1:] if through_view else h
+            if op == "sin_":
+                target.sin_()
+            elif op == "mul_ by a number":
+                target.mul_(3.0)
+            elif op == "exp_":
+                target.exp_()
+            elif op == "pow_":
+                target.pow_(2)
+            else:
+                target.relu_()
+        log("pack calls", calls)
+        h.add_(1.0)                     # written after the pack: not version-checked
+        log("backward", log.attempt("backward", lambda: h.sum().backward()))
+        log("x.grad", x.grad)
+    differential(prog)

@@ -98,3 +98,21 @@ def test_out_of_scope_features_say_so():
     x = refimpl.tensor([1.0], requires_grad=True)
     with pytest.raises(NotImplementedError, match="scalar exponent"):
         x ** x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("writeable", [True, False])
+def test_tensor_of_a_numpy_array_is_a_copy(dtype, writeable):
+    """torch.tensor copies an array it is given: a later write to either side does not show in
+    the other, and an array numpy marks read-only gives a tensor that can be written."""
+    import numpy as np
+    import torch
+    for lib in (torch, refimpl):
+        a = np.arange(1, 4).astype(dtype)
+        a.flags.writeable = writeable
+        t = lib.tensor(a, dtype=getattr(lib, dtype))
+        t.add_(1)
+        if writeable:
+            a[0] = 10
+        assert t.tolist() == [2, 3, 4], lib.__name__
+        assert a.tolist() == ([10, 2, 3] if writeable else [1, 2, 3]), lib.__name__
