@@ -142,8 +142,16 @@ def second_derivative(g: Any) -> bool:
         return False
     grad = made[0]
     KINDS["observe"].draw(g, grad, "requires_grad")
-    z = KINDS["call"].pair(g, "mul", grad, x)
-    s = g.sum_of(z)
+    if g.vocabulary >= 15 and recorded and "abs" not in fns and g.boolean(
+            "a pass from the gradient alone", 70 if DOUBLE_10.intersection(fns) else 30):
+        # the gradient's graph alone: a node whose input is reached only through a saved
+        # value (relu's result in its double backward) still sends it zeros (DOUBLE-10). Not
+        # after abs: torch 2.13's sgn backward gives a ZeroTensor, which becomes the leaf's
+        # .grad and cannot be read (tolist raises; pytorch/pytorch#89034)
+        z = s = g.sum_of(grad) if grad.shape else grad
+    else:
+        z = KINDS["call"].pair(g, "mul", grad, x)
+        s = g.sum_of(z)
     # What the gradient's graph saves, and so which later writes and frees a pass through it
     # notices, is open (UNSPEC-9): nothing uses it again.
     for t in (grad, z, s):
@@ -151,7 +159,9 @@ def second_derivative(g: Any) -> bool:
     if predict(reach([s.node])) is not None:    # the model's graph of it is coarse (it
         return True                             # reaches all of root's): none predicted
     retain = g.draw_retain()
-    g.emit_backward(s, [], retain)
+    # vocabulary 15: sometimes that pass records too (a third-order graph, DOUBLE-3)
+    deeper = g.vocabulary >= 15 and g.boolean("the second pass with create_graph", 25)
+    g.emit_backward(s, [], retain, create_graph=deeper)
     _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]),
          *(["DOUBLE-9"] if hooked else []))
     if not retain:      # which nodes of the function's graph that pass freed follows the

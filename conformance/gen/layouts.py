@@ -177,3 +177,45 @@ def expanded_fill(g: Any) -> bool:
     cl = g.apply_inplace(e, [], False) + list(ROWS[fn].clauses) + ["INPLACE-18"]
     g.emit(Stmt("inplace", target=e.name, args=args, params={"fn": fn, "kw": {}}), cl)
     return KINDS["observe"].draw(g, t, "value")
+
+
+# leaf shapes with a size-1 dim (vocabulary 15): a transpose of (1, n) is still contiguous, and
+# a reshape of it a view; a tensor of one element may be viewed as 0-d (`t.reshape(())`)
+_UNIT_SHAPES = ((1,), (1, 1), (1, 3), (3, 1), (1, 2), (2, 1))
+_ZERO_D = (("reshape", {"shape": []}, ()), ("view", {"shape": []}, ()))
+
+
+def _to_zero_d(t: Any) -> tuple[Any, ...]:
+    """reshape and (where the model knows it contiguous) view of a one-element tensor to 0-d."""
+    if numel(t.shape) != 1 or not t.shape:
+        return ()
+    return _ZERO_D if t.contiguous else _ZERO_D[:1]
+
+
+@scenario("a view of a tensor with a size-1 dim, then a reshape or view of it, then backward",
+          ("views",), weight=0, reweighted=((15, 3),))
+def unit_dim_views(g: Any) -> bool:
+    """torch decides from the strides whether a reshape is a view (ViewBackward0) or a copy; a
+    size-1 dim's stride does not count (spec/view.md)."""
+    x = g.make_leaf(shape=g.choice("leaf shape with a size-1 dim", _UNIT_SHAPES), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    first = [o for o in solid_views(y.shape) if o[0] != "narrow" or "narrow_select" in g.caps]
+    v = KINDS["view"].emit(g, y, *g.choice("first view", first + list(_to_zero_d(y))))
+    second = rank_views(v.shape, v.contiguous) + _to_zero_d(v) or unit_views(v.shape)
+    w = KINDS["view"].emit(g, v, *g.choice("second view", second))
+    return backward_then_grad(g, x, w)
+
+
+@scenario("a narrow that starts from the end of its dim, then backward",
+          ("views", "narrow_select"), weight=0, reweighted=((15, 2),))
+def narrow_from_end(g: Any) -> bool:
+    """narrow(dim, start, length) with a negative start, counted from the dim's end (VIEW-5)."""
+    x = g.make_leaf(shape=g.choice("narrowed leaf shape", [(3,), *_MATRICES]), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    d = g.choice("narrowed dim", list(range(-len(y.shape), len(y.shape))))
+    n = y.shape[d]
+    start = g.integer("negative start", -n, -1)
+    length = g.integer("length", 1, -start)
+    shape = y.shape[:d % len(y.shape)] + (length,) + y.shape[d % len(y.shape) + 1:]
+    w = KINDS["view"].emit(g, y, "narrow", {"dim": d, "start": start, "length": length}, shape)
+    return backward_then_grad(g, x, w)

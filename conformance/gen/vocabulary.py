@@ -46,7 +46,11 @@ from __future__ import annotations
 # Vocabulary 14 draws the statement kind multi_grad_hook (HOOK-19, HOOK-20) where the engine
 # declares multi_grad_hooks: a hook on two or three tensors, a pass or two from a result of one
 # of them, and its removal (kinds/hooks.py), so that no pass UNSPEC-14 leaves open is drawn.
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+# Vocabulary 15 draws two more layout scenarios (gen/layouts.py): views of tensors with a size-1
+# dim, a one-element tensor viewed as 0-d among them, and a narrow whose start is counted from
+# the end; and in gen/higher.py a pass through the gradient's graph alone (`g.sum()`) and one
+# with create_graph. A third mutation sample found refimpl's code for each unwatched.
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills

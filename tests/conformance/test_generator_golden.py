@@ -180,6 +180,18 @@ VOCABULARY_13_DIGESTS = {
     ("core", 20, 0, 100):
         "a71b0cb245cdf66e7497108b8f5a00a59a8966d8b45d75b70506e468e4f61240",
 }
+# Vocabulary 14 (`gradspec run`'s before vocabulary 15), recorded at b2085f9 before the
+# scenarios of vocabulary 15 were drawn.
+VOCABULARY_14_DIGESTS = {
+    ("all", 20, 0, 150):
+        "d7ecd9c08d67f532bf477591c90ddba223f9031ffe1c2781f9879a49492dfed4",
+    ("all", 40, 3000, 50):
+        "e188f4c092e1f92d556ae7f444456031ffe408dacde173799858eff0a41f91de",
+    ("no-grad_fn", 20, 0, 100):
+        "35df5c4c0d6caec0c8271acc3ecf0dd84522a6d48a6ae6d230fa37fbd2a76cc3",
+    ("core", 20, 0, 100):
+        "140f815cb77c871e3c90ed852ee09f5d18a81d8d006bba40e9992ae8e7df6d61",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -210,7 +222,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
-          13: VOCABULARY_13_DIGESTS}
+          13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

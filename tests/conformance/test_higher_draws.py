@@ -146,3 +146,25 @@ def test_backward_with_create_graph_is_drawn_and_its_warning_never_compared():
     assert o.events[5].warnings == ["NONLEAF_GRAD_ACCESS"]
     e.events[5].warnings = []
     assert [d.what for d in compare(p, o, e)] == ["warnings"]
+
+
+def test_vocabulary_15_passes_through_the_gradient_alone_and_records_them():
+    """From vocabulary 15 the pass through the gradient's graph is sometimes the gradient's
+    own sum (no path to the leaf but through saved values: relu's mask gives zeros,
+    DOUBLE-10), and sometimes itself a create_graph pass; never the first after abs (torch's
+    ZeroTensor .grad, pytorch/pytorch#89034)."""
+    alone = deeper = 0
+    for seed in range(400):
+        flat = [s for _, s in program_for_seed(seed, ALL_CAPABILITIES, 20).walk()]
+        for i, s in enumerate(flat):
+            if s.op != "grad" or not s.params.get("create_graph"):
+                continue
+            outs = s.params["outs"]
+            later = flat[i + 1:i + 5]
+            if any(t.op == "call" and t.params["fn"] == "sum" and t.args[:1] == outs[:1]
+                   for t in later) or any(t.op == "backward" and t.target in outs for t in later):
+                alone += 1
+                assert not any(t.op == "call" and t.params.get("fn") == "abs"
+                               for t in flat[max(0, i - 8):i]), seed
+            deeper += any(t.op == "backward" and t.params.get("create_graph") for t in later)
+    assert alone >= 5 and deeper >= 5, (alone, deeper)

@@ -31,13 +31,15 @@ SCENARIOS_13 = ("a view of a tensor of four dims, then backward",
                 "an expand that adds leading dims to a matrix, then backward",
                 "an index with None among slices and ints, then backward",
                 "zero_ or fill_ of an expanded view of a tensor that does not require grad")
+SCENARIOS_15 = ("a view of a tensor with a size-1 dim, then a reshape or view of it, then backward",
+                "a narrow that starts from the end of its dim, then backward")
 SEEDS = range(300)      # `gradspec run`'s default count, seed 0
 
 
 @pytest.fixture(scope="module")
 def drawn() -> dict[str, list[int]]:
     """Scenario -> the seeds of the default stream whose programs drew it."""
-    seen: dict[str, list[int]] = {n: [] for n in SCENARIOS + SCENARIOS_13}
+    seen: dict[str, list[int]] = {n: [] for n in SCENARIOS + SCENARIOS_13 + SCENARIOS_15}
     current = [0]
     originals = {n: scenario.SCENARIOS[n] for n in seen}
 
@@ -105,6 +107,30 @@ def test_the_forms_they_exist_for_are_in_their_programs(drawn, monkeypatch):
     expands = [(a, kw["size"]) for a, _, fn, kw, _ in made if fn == "expand" and len(a) == 2]
     assert any(len(size) == 3 and size[2] == -1 for _, size in expands), expands
     assert any(len(size) > 2 and a[0] != a[1] for a, size in expands), expands
+
+
+def test_the_scenarios_of_vocabulary_15_are_drawn_from_it_only(monkeypatch):
+    assert set(SCENARIOS_15) <= set(dict(focus_table(frozenset(ALL_CAPABILITIES), 15)))
+    assert not set(SCENARIOS_15) & set(dict(focus_table(frozenset(ALL_CAPABILITIES), 14)))
+
+
+def test_zero_d_views_transposed_unit_dims_and_narrows_from_the_end(drawn, monkeypatch):
+    """Vocabulary 15's forms: a one-element tensor viewed as 0-d, a reshape of a transposed
+    tensor of shape (1, n), and a narrow with a negative start."""
+    made: list[tuple[tuple[int, ...], str, dict]] = []
+    emit = KINDS["view"].emit
+
+    def spy(g, a, fn, kw, shape):
+        made.append((a.shape, fn, dict(kw)))
+        return emit(g, a, fn, kw, shape)
+    monkeypatch.setattr(KINDS["view"], "emit", spy)
+    for seed in sorted({s for n in SCENARIOS_15 for s in drawn[n]}):
+        program_for_seed(seed, ALL_CAPABILITIES, 20)
+    assert any(fn in ("view", "reshape") and kw["shape"] == [] and a for a, fn, kw in made)
+    assert any(fn == "narrow" and kw["start"] < 0 for _, fn, kw in made)
+    transposed = {i for i, (a, fn, _) in enumerate(made) if fn in ("t", "transpose")
+                  and 1 in a and len(a) == 2}
+    assert any(i + 1 < len(made) and made[i + 1][1] == "reshape" for i in transposed)
 
 
 def test_indices_with_none_after_a_dim_and_allowed_expanded_writes(drawn):
