@@ -158,7 +158,9 @@ def _copy_slices_backward(node, g):
     result = be.copy(g)
     region = replay(chain, result)
     grads = fn.backward(fn, be.copy(region))
-    region[...] = grads[0] if grads[0] is not None else 0
+    if grads[0] is None:    # a custom Function's backward gave none: the base gets none
+        return (None,) + tuple(grads[1:])  # (torch 2.13, also outside the view's part)
+    region[...] = grads[0]
     return (result,) + tuple(grads[1:])
 
 
@@ -170,10 +172,9 @@ def _copy_slices_recorded(fn, chain, g):
     for step in chain:
         region = make_view(region, "AsStridedBackward0", step)
     grads = fn.backward(fn, region.clone())
-    if grads[0] is not None:
-        copy_(region, grads[0])
-    else:
-        zero_(region)
+    if grads[0] is None:
+        return (None,) + tuple(grads[1:])
+    copy_(region, grads[0])
     return (result,) + tuple(grads[1:])
 
 

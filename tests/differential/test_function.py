@@ -471,6 +471,38 @@ def test_mark_dirty_makes_the_function_the_history(differential):
 
 
 @pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("index", ["[:2]", "[1]", "[1:]"])
+def test_a_dirty_view_whose_backward_gives_none_leaves_the_base_without_gradient(
+        differential, index):
+    """Through a view the Function's node sits inside the base's CopySlices: when its backward
+    returns None for the view, the base gets no gradient at all, not zeros in the view's part
+    and the incoming gradient elsewhere; the Function's other inputs get theirs."""
+    def prog(torch, log):
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, w):
+                a.mul_(w)
+                ctx.mark_dirty(a)
+                return a
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, (g * 0 + 1).sum()
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([1.0, 2.0, 3.0], dtype=dt, requires_grad=True)
+            w = torch.tensor(5.0, dtype=dt, requires_grad=True)
+            b = x.clone()
+            v = b[:2] if index == "[:2]" else b[1] if index == "[1]" else b[1:]
+            Scale.apply(v, w)
+            (b * torch.tensor([1.0, 10.0, 100.0], dtype=dt)).sum().backward(retain_graph=True)
+            log(f"{dname} grads", [x.grad, w.grad])
+            got = torch.autograd.grad(b.sum(), [x, w], create_graph=True, allow_unused=True)
+            log(f"{dname} create_graph", list(got))
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-11")
 def test_mark_dirty_errors(differential):
     def prog(torch, log):
         class Hidden(torch.autograd.Function):
