@@ -104,11 +104,11 @@ def in_force() -> bool:
 def packing_original(target, clone):
     """While an in-place op on `target` computes and saves: a saved value of its input 0 is
     packed as clone(target), a copy of the old value (see hook)."""
-    _state.original = (target, clone)
+    outer, _state.original = _state.original, (target, clone)
     try:
         yield
     finally:
-        _state.original = None
+        _state.original = outer     # a pack hook may run in-place ops of its own
 
 
 class saved_tensors_hooks:

@@ -159,8 +159,12 @@ def second_derivative(g: Any) -> bool:
     if predict(reach([s.node])) is not None:    # the model's graph of it is coarse (it
         return True                             # reaches all of root's): none predicted
     retain = g.draw_retain()
-    # vocabulary 15: sometimes that pass records too (a third-order graph, DOUBLE-3)
+    # vocabulary 15: sometimes that pass records too (a third-order graph, DOUBLE-3), and
+    # half of those run twice, the second adding a recorded gradient to the recorded .grad
     deeper = g.vocabulary >= 15 and g.boolean("the second pass with create_graph", 25)
+    twice = deeper and "retain_graph" in g.caps and g.boolean("twice with create_graph", 50)
+    if twice:
+        g.emit_backward(s, [], True, create_graph=True)
     g.emit_backward(s, [], retain, create_graph=deeper)
     _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]),
          *(["DOUBLE-9"] if hooked else []))

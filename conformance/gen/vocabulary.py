@@ -44,8 +44,8 @@ from __future__ import annotations
 # Seed 0's stream at vocabulary 12 never reached them, and a fault of refimpl's code for each
 # went unseen (benchmarks/README.md, mutation score).
 # Vocabulary 14 draws the statement kind multi_grad_hook (HOOK-19, HOOK-20) where the engine
-# declares multi_grad_hooks: a hook on two or three tensors, a pass or two from a result of one
-# of them, and its removal (kinds/hooks.py), so that no pass UNSPEC-14 leaves open is drawn.
+# declares multi_grad_hooks: hooks on up to three tensors, a pass or two from a result of one of
+# them, and their removal (kinds/hooks.py), so that no pass UNSPEC-14 leaves open is drawn.
 # Vocabulary 15 draws two more layout scenarios (gen/layouts.py): views of tensors with a size-1
 # dim, a one-element tensor viewed as 0-d among them, and a narrow whose start is counted from
 # the end; and in gen/higher.py a pass through the gradient's graph alone (`g.sum()`) and one

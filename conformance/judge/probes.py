@@ -120,7 +120,8 @@ PROBES: dict[str, list[Stmt]] = {
                     _see("a", "value"), _see("b", "value"), _call("m", "mul", "c", "b"),
                     _call("s", "sum", "m"), _call("t", "add", "s", "f"), _backward("t"),
                     _see("x", "grad")],
-    # HOOK-19, HOOK-20: "all" waits for x, a and w (off the path: None); "any" runs once
+    # HOOK-19, HOOK-20: "all" waits for x and a (o = x * w is off the path: None); "any"
+    # runs once
     "multi_grad_hooks": [X, _leaf("w", [2.0], []), _call("a", "mul", "x", 2.0),
                          _call("o", "mul", "x", "w"),
                          Stmt("multi_grad_hook", out="m", args=["x", "a", "o"],

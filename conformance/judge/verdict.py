@@ -212,6 +212,8 @@ def _hooks(view: _Program, path: str, o: Event, e: Event
             view.at.get(path, 0):
         key = "removed"         # a hook called after its handle was removed
     op = hook[0] if hook else "hook"
+    if key == "removed":        # whatever registered it: its handle's removal (HOOK-6)
+        op = "hook"
     variant = key if op == "hook" else KINDS[op].hook_variant(view.flat[hook[3]][1]) \
         if hook else ""
     cands = HOOK_CALLS.get((op, variant), HOOK_CALLS[("hook", "missing")])

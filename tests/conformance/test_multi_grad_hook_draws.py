@@ -148,3 +148,21 @@ def test_a_broken_multi_grad_hook_is_caught_under_its_clause(drawn, broken, clau
             primaries.append(attribute(p, o, e, found)[0].primary)
     assert len(primaries) >= 3, primaries
     assert set(primaries) == {clause}, primaries
+
+
+class _NeverRemoved(TorchLike):
+    """Removing a multi-grad hook's handle does nothing (HOOK-6 broken)."""
+
+    def register_multi_grad_hook(self, tensors, fn, mode):
+        super().register_multi_grad_hook(tensors, fn, mode)    # registered for good
+        return _Handles([])
+
+
+def test_a_hook_called_after_its_removal_is_cited_under_hook_6():
+    import torch
+
+    from conformance.judge.probes import probe_program
+    p = probe_program("multi_grad_hooks")
+    o, e = execute(p, load_engine("torch")), execute(p, _NeverRemoved(torch, "broken"))
+    found = attribute(p, o, e, compare(p, o, e))
+    assert found and {d.primary for d in found} == {"HOOK-6"}, found

@@ -539,3 +539,27 @@ def test_an_in_place_op_packs_a_copy_of_the_old_value_and_the_target_as_written(
         log("backward", log.attempt("backward", lambda: h.sum().backward()))
         log("x.grad", x.grad)
     differential(prog)
+
+
+@pytest.mark.clause("SAVED-1")
+def test_a_pack_hook_that_runs_in_place_ops_still_gets_copies_of_old_values(differential):
+    """A pack hook may itself run in-place ops (on its own buffers): the in-place op being
+    saved still packs a copy of its target's old value."""
+    def prog(torch, log):
+        seen = []
+        buf = torch.zeros(2)
+
+        def pack(t):
+            buf.mul_(1.0)
+            seen.append((t.tolist(), t._version, t.grad_fn.name() if t.grad_fn else None))
+            return t
+        x = torch.tensor([0.5, 2.0], requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda p: p):
+            h = x * 1
+            h.div_(torch.tensor([2.0, 4.0], requires_grad=True))
+            k = x * 1
+            k.mul_(x)
+        log("packed", sorted(seen, key=repr))
+        (h.sum() + k.sum()).backward()
+        log("x.grad", x.grad)
+    differential(prog)
