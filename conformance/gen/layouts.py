@@ -51,15 +51,32 @@ _WIDE_VIEWS = (("view", {"shape": [-1]}, (544,)), ("view", {"shape": [4, -1]}, (
 _QUADS = ((2, 2, 2, 2), (1, 2, 3, 2), (2, 1, 2, 3), (2, 3, 2, 1))
 
 
+def _first_views(g: Any, y: Any) -> list[Any]:
+    """solid_views of y, narrow among them where the engine has it."""
+    return [o for o in solid_views(y.shape) if o[0] != "narrow" or "narrow_select" in g.caps]
+
+
+def _narrowed(g: Any) -> tuple[Any, Any, int]:
+    """A leaf x, y = x * 2 of one or two dims, and a dim of y counted from either end."""
+    x = g.make_leaf(shape=g.choice("narrowed leaf shape", [(3,), *_MATRICES]), rg=True)
+    y = g.call1(x, "mul", [2.0], {}, [])
+    return x, y, g.choice("narrowed dim", list(range(-len(y.shape), len(y.shape))))
+
+
+def _narrow(g: Any, y: Any, d: int, start: int, length: int) -> Any:
+    """Emit y.narrow(d, start, length); the view it makes."""
+    k = d % len(y.shape)
+    return KINDS["view"].emit(g, y, "narrow", {"dim": d, "start": start, "length": length},
+                              y.shape[:k] + (length,) + y.shape[k + 1:])
+
+
 @scenario("a view of a view that is not contiguous or has three dims, then backward",
           ("views",), weight=0, reweighted=((11, 6),))
 def view_of_view(g: Any) -> bool:
     x = g.make_leaf(shape=g.choice("viewed leaf shape", _MATRICES), rg=True)
     y = g.call1(x, "mul", [2.0], {}, [])
     y = KINDS["call"].join(g, y) or y       # a graph of two leaves, three once joined again
-    first = [o for o in solid_views(y.shape)
-             if o[0] != "narrow" or "narrow_select" in g.caps]
-    v = KINDS["view"].emit(g, y, *g.choice("first view", first))
+    v = KINDS["view"].emit(g, y, *g.choice("first view", _first_views(g, y)))
     if g.boolean("a view with a size-1 dim put in or taken out", 50):
         second = unit_views(v.shape)
     else:
@@ -71,12 +88,8 @@ def view_of_view(g: Any) -> bool:
 @scenario("a narrow at its dim's end (an empty view), then backward",
           ("views", "narrow_select"), weight=0, reweighted=((11, 2),))
 def empty_narrow(g: Any) -> bool:
-    x = g.make_leaf(shape=g.choice("narrowed leaf shape", [(3,), *_MATRICES]), rg=True)
-    y = g.call1(x, "mul", [2.0], {}, [])
-    d = g.choice("narrowed dim", list(range(-len(y.shape), len(y.shape))))
-    n = y.shape[d]
-    e = KINDS["view"].emit(g, y, "narrow", {"dim": d, "start": n, "length": 0},
-                           y.shape[:d % len(y.shape)] + (0,) + y.shape[d % len(y.shape) + 1:])
+    x, y, d = _narrowed(g)
+    e = _narrow(g, y, d, y.shape[d], 0)
     s = g.sum_of(e)
     e.hidden = True         # empty: no other statement is drawn with it in mind
     if s.node is not None and not g.ok_kind(predict(reach([s.node]))):
@@ -199,8 +212,7 @@ def unit_dim_views(g: Any) -> bool:
     size-1 dim's stride does not count (spec/view.md)."""
     x = g.make_leaf(shape=g.choice("leaf shape with a size-1 dim", _UNIT_SHAPES), rg=True)
     y = g.call1(x, "mul", [2.0], {}, [])
-    first = [o for o in solid_views(y.shape) if o[0] != "narrow" or "narrow_select" in g.caps]
-    v = KINDS["view"].emit(g, y, *g.choice("first view", first + list(_to_zero_d(y))))
+    v = KINDS["view"].emit(g, y, *g.choice("first view", _first_views(g, y) + list(_to_zero_d(y))))
     second = rank_views(v.shape, v.contiguous) + _to_zero_d(v) or unit_views(v.shape)
     w = KINDS["view"].emit(g, v, *g.choice("second view", second))
     return backward_then_grad(g, x, w)
@@ -210,12 +222,7 @@ def unit_dim_views(g: Any) -> bool:
           ("views", "narrow_select"), weight=0, reweighted=((15, 2),))
 def narrow_from_end(g: Any) -> bool:
     """narrow(dim, start, length) with a negative start, counted from the dim's end (VIEW-5)."""
-    x = g.make_leaf(shape=g.choice("narrowed leaf shape", [(3,), *_MATRICES]), rg=True)
-    y = g.call1(x, "mul", [2.0], {}, [])
-    d = g.choice("narrowed dim", list(range(-len(y.shape), len(y.shape))))
-    n = y.shape[d]
-    start = g.integer("negative start", -n, -1)
-    length = g.integer("length", 1, -start)
-    shape = y.shape[:d % len(y.shape)] + (length,) + y.shape[d % len(y.shape) + 1:]
-    w = KINDS["view"].emit(g, y, "narrow", {"dim": d, "start": start, "length": length}, shape)
+    x, y, d = _narrowed(g)
+    start = g.integer("negative start", -y.shape[d], -1)
+    w = _narrow(g, y, d, start, g.integer("length", 1, -start))
     return backward_then_grad(g, x, w)
