@@ -75,6 +75,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
     "narrow_select": (),            # view rows of the op table (views' own method)
     "multi_views": ("view_many",),
+    "grad_dtype": ("grad_dtype", "set_grad_dtype"),
+    "requires_grad_setter": ("set_requires_grad",),
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every
@@ -165,6 +167,16 @@ class Engine(ABC):
 
     @abstractmethod
     def requires_grad_(self, t: Tensor, value: bool) -> None: ...
+
+    def set_requires_grad(self, t: Tensor, value: bool) -> None:
+        """(capability requires_grad_setter) The attribute setter `t.requires_grad = value`,
+        which unlike requires_grad_() refuses a non-leaf whatever the value (LEAF-11)."""
+        raise NotImplementedError
+
+    def set_grad_dtype(self, t: Tensor, dtype: str | None) -> None:
+        """(capability grad_dtype) `t.grad_dtype = dtype`: 'float32', 'float64' or None
+        (GRAD-7, LEAF-9, LEAF-13)."""
+        raise NotImplementedError
 
     def retain_grad(self, t: Tensor) -> None:
         raise NotImplementedError
@@ -257,6 +269,10 @@ class Engine(ABC):
         """'float32', 'float64', 'int64' or 'bool'."""
 
     def grad_fn_name(self, t: Tensor) -> str | None:
+        raise NotImplementedError
+
+    def grad_dtype(self, t: Tensor) -> str | None:
+        """(capability grad_dtype) A leaf's `grad_dtype`, as dtype() names dtypes, or None."""
         raise NotImplementedError
 
     def next_functions(self, t: Tensor) -> list[str | None]:

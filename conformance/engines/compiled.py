@@ -120,10 +120,13 @@ def region_source(src: str, params: list[str]) -> str:
 # Nor saved_tensors_hooks: saved-tensor hooks have not been probed through compiled regions.
 # Nor multi_grad_hooks: register_multi_grad_hook asks the eager engine which nodes a pass runs,
 # which has not been probed through compiled autograd. Nor multi_views: the adapter compiles one
-# op per region, and a region of several views of one input has not been probed.
+# op per region, and a region of several views of one input has not been probed. Nor
+# grad_dtype and requires_grad_setter: attribute setters on tensors a compiled region takes
+# have not been probed.
 CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph", "inference_mode",
                                    "custom_function", "data_assign", "saved_tensors_hooks",
-                                   "multi_grad_hooks", "multi_views"}
+                                   "multi_grad_hooks", "multi_views", "grad_dtype",
+                                   "requires_grad_setter"}
 
 
 class CompiledTorch(TorchLike):

@@ -19,7 +19,7 @@ ALL_CAPABILITIES = frozenset({
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
-    "narrow_select", "multi_views"})
+    "narrow_select", "multi_views", "grad_dtype", "requires_grad_setter"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -80,6 +80,12 @@ class TorchLike(Engine):
 
     def requires_grad_(self, t, value):
         t.requires_grad_(value)
+
+    def set_requires_grad(self, t, value):
+        t.requires_grad = value
+
+    def set_grad_dtype(self, t, dtype):
+        t.grad_dtype = None if dtype is None else getattr(self.torch, dtype)
 
     def retain_grad(self, t):
         t.retain_grad()
@@ -156,6 +162,10 @@ class TorchLike(Engine):
 
     def dtype(self, t):
         return str(t.dtype).rsplit(".", 1)[-1]
+
+    def grad_dtype(self, t):
+        d = t.grad_dtype
+        return None if d is None else str(d).rsplit(".", 1)[-1]
 
     def grad_fn_name(self, t):
         return t.grad_fn.name() if t.grad_fn is not None else None

@@ -254,8 +254,13 @@ class Gen(BackwardPasses):
         return model.apply_inplace(self.tensors.values(), self.grad_enabled, t, args,
                                    saved_out, setitem, holds)
 
-    def set_requires_grad(self, t: T, value: bool) -> None:
-        """Emit t.requires_grad_(value) on a leaf and update the model."""
+    def draw_setter(self) -> bool:
+        """Whether a requires_grad statement uses the attribute setter `t.requires_grad = v`
+        (vocabulary 16, capability requires_grad_setter) rather than requires_grad_(v)."""
+        return "requires_grad_setter" in self.caps and self.boolean("requires_grad setter", 35)
+
+    def set_requires_grad(self, t: T, value: bool, setter: bool = False) -> None:
+        """Emit t.requires_grad_(value), or the setter, on a leaf and update the model."""
         if value:
             # torch keeps the accumulator old graphs hold: they accumulate into t again
             t.rg, t.node = True, t.old_node or Node(leaf=True)
@@ -266,7 +271,8 @@ class Gen(BackwardPasses):
             if t.node is not None:
                 t.node.frozen, t.old_node = True, t.node
             t.rg, t.node = False, None
-        self.emit(Stmt("requires_grad_", target=t.name, params={"value": value}),
+        params: dict[str, Any] = {"value": value, **({"setter": True} if setter else {})}
+        self.emit(Stmt("requires_grad_", target=t.name, params=params),
                   ["LEAF-11", "LEAF-2"] + (["LEAF-16"] if t.old_node is not None else []))
 
     def call1(self, a: T, fn: str, args: list[Any], kw: dict[str, Any],

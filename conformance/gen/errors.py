@@ -139,8 +139,9 @@ def requires_grad_dtype(g: Any) -> bool:
 def requires_grad_dtype_flag(g: Any) -> bool:
     t = g.pick("int tensor", lambda u: u.dtype == "int64")
     name = t.name if t is not None else _int_leaf(g, rg=False)
-    g.emit(Stmt("requires_grad_", target=name, params={"value": True}), ["LEAF-15"],
-           "REQUIRES_GRAD_DTYPE_FLAG")
+    g.emit(Stmt("requires_grad_", target=name, params={
+        "value": True, **({"setter": True} if g.draw_setter() else {})}), ["LEAF-15"],
+        "REQUIRES_GRAD_DTYPE_FLAG")
     return True
 
 
@@ -232,7 +233,10 @@ def _new_nonleaf(g: Any, fn: str, numbers: list[float], clauses: list[str]) -> T
 def requires_grad_nonleaf(g: Any) -> bool:
     t = g.pick("non-leaf", lambda u: u.rg and not u.leaf) or _new_nonleaf(
         g, "mul", [2.0], ["GRAPH-1", "GRAPH-6"])
-    g.emit(Stmt("requires_grad_", target=t.name, params={"value": False}), ["LEAF-11"],
+    # the setter refuses a non-leaf whatever the value (LEAF-11); requires_grad_(True) does not
+    params = {"value": g.boolean("setter's value", 50), "setter": True} if g.draw_setter() \
+        else {"value": False}
+    g.emit(Stmt("requires_grad_", target=t.name, params=params), ["LEAF-11"],
            "REQUIRES_GRAD_NONLEAF")
     return True
 

@@ -115,8 +115,9 @@ def inference_requires_grad(g: Any) -> bool:
     t = made_inside(g, "flagged")
     if t is None or not t.is_float:
         return False
-    g.emit(Stmt("requires_grad_", target=t.name, params={"value": True}), ["INFER-6"],
-           "INFERENCE_REQUIRES_GRAD")
+    g.emit(Stmt("requires_grad_", target=t.name, params={
+        "value": True, **({"setter": True} if g.draw_setter() else {})}), ["INFER-6"],
+        "INFERENCE_REQUIRES_GRAD")
     return True
 
 

@@ -127,7 +127,14 @@ def second_derivative(g: Any) -> bool:
     y = g.call1(x, "mul", [g.choice("number", NUMBERS)], {}, ["GRAPH-6"])
     y.exact = x.exact_now()         # an IEEE-rounded product: floor, sign, round may follow
     effects, fns = [], []
-    for _ in range(g.integer("double steps", 1, 3)):
+    # vocabulary 16: sometimes a function of relu alone, whose gradient's graph reaches the
+    # leaf only through relu's saved result, which its double backward sends zeros (DOUBLE-10)
+    relu_alone = g.vocabulary >= 16 and "relu" in _one_operand(g, y) and g.boolean(
+        "a function of relu alone", 20)
+    if relu_alone:
+        y = g.call1(y, "relu", [], {}, list(ops.ROWS["relu"].clauses))
+        effects, fns = [True], ["relu"]
+    for _ in range(0 if relu_alone else g.integer("double steps", 1, 3)):
         done = _step(g, y, g.weighted("double step", STEPS))
         if done is not None:
             y, effect, fn = done
@@ -142,8 +149,8 @@ def second_derivative(g: Any) -> bool:
         return False
     grad = made[0]
     KINDS["observe"].draw(g, grad, "requires_grad")
-    if g.vocabulary >= 15 and recorded and "abs" not in fns and g.boolean(
-            "a pass from the gradient alone", 70 if DOUBLE_10.intersection(fns) else 30):
+    if g.vocabulary >= 15 and recorded and "abs" not in fns and (relu_alone or g.boolean(
+            "a pass from the gradient alone", 70 if DOUBLE_10.intersection(fns) else 30)):
         # the gradient's graph alone: a node whose input is reached only through a saved
         # value (relu's result in its double backward) still sends it zeros (DOUBLE-10). Not
         # after abs: torch 2.13's sgn backward gives a ZeroTensor, which becomes the leaf's

@@ -59,6 +59,7 @@ DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
                           "LEAF-2", "LEAF-1"),
     "grad_fn": ("MODE-1", "INPLACE-8", "INPLACE-7", "GRAPH-10", "MODE-2", "GRAPH-3", "GRAPH-1"),
     "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
+    "grad_dtype": ("GRAD-7",),
     # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
     # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)
     ("version", "written"): ("VER-2",),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..lang.program import Stmt
 from . import fields, source
-from .registry import Kind, kind
+from .registry import KINDS, Kind, kind
 
 
 def check_optional_operand(s, path):
@@ -17,27 +17,74 @@ def check_optional_operand(s, path):
 @kind
 class RequiresGrad(Kind):
     name = "requires_grad_"
-    param_keys = ("value",)
+    param_keys = ("value", "setter")
+    optional_caps = ("requires_grad_setter",)
     weight = 2
-    doc = "target.requires_grad_(params.value)"
+    doc = ("target.requires_grad_(params.value), or with params.setter the attribute setter "
+           "target.requires_grad = params.value")
+
+    def needs(self, s):
+        return list(self.caps) + (["requires_grad_setter"] if s.params.get("setter") else [])
 
     def check(self, s, path):
         fields.name(s, path, "target")
         fields.param(s, path, "value", (bool,), required=False)
+        fields.param(s, path, "setter", (bool,), required=False)
 
     def run(self, x, s, ev, path):
-        x.e.requires_grad_(x.env[s.target], bool(s.params.get("value", True)))
+        value = bool(s.params.get("value", True))
+        if s.params.get("setter"):
+            x.e.set_requires_grad(x.env[s.target], value)
+        else:
+            x.e.requires_grad_(x.env[s.target], value)
 
     def render(self, s, path):
-        return [f"{s.target}.requires_grad_({bool(s.params.get('value', True))!r})"]
+        value = bool(s.params.get("value", True))
+        if s.params.get("setter"):
+            return [f"{s.target}.requires_grad = {value!r}"]
+        return [f"{s.target}.requires_grad_({value!r})"]
 
     def draw(self, g):
         t = g.pick("requires_grad_", lambda u: u.leaf and u.is_float and u.base is None
                    and not u.views)
         if t is None:
             return False
-        g.set_requires_grad(t, not t.rg)
+        g.set_requires_grad(t, not t.rg, setter=g.draw_setter())
         return True
+
+
+@kind
+class SetGradDtype(Kind):
+    name = "set_grad_dtype"
+    param_keys = ("dtype",)
+    caps = ("core", "grad_dtype")
+    weight = 4
+    since = 16
+    doc = "target.grad_dtype = params.dtype ('float32', 'float64' or null)"
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+        fields.param(s, path, "dtype", (str, type(None)), choices=("float32", "float64"))
+
+    def run(self, x, s, ev, path):
+        x.e.set_grad_dtype(x.env[s.target], s.params["dtype"])
+
+    def render(self, s, path):
+        dtype = s.params["dtype"]
+        return [f"{s.target}.grad_dtype = {'None' if dtype is None else 'torch.' + dtype}"]
+
+    def draw(self, g):
+        """Set a float leaf's grad_dtype (GRAD-7): a dtype only while it has no .grad, which
+        torch 2.13 otherwise refuses with an error of no spec kind; None at any time."""
+        t = g.pick("set grad_dtype of", lambda u: u.leaf and u.is_float and not u.inference)
+        if t is None:
+            return False
+        other = "float32" if t.dtype == "float64" else "float64"   # the one that casts
+        t.grad_dtype = None if t.has_grad else g.weighted(
+            "grad_dtype", ((None, 2), (other, 3), (t.dtype, 1)))
+        g.emit(Stmt("set_grad_dtype", target=t.name, params={"dtype": t.grad_dtype}),
+               ["GRAD-7"] + (["LEAF-9"] if t.rg else []))
+        return KINDS["observe"].draw(g, t, "grad_dtype")
 
 
 @kind
@@ -101,7 +148,9 @@ class SetGrad(Kind):
             t.has_grad = False
             g.emit(Stmt("set_grad", target=t.name, args=[None]), ["LEAF-14"])
             return True
-        grad = g.make_leaf(shape=t.shape, dtype=t.dtype, rg=False, hidden=True)
+        # a set grad_dtype is the dtype an assigned .grad must have (LEAF-13)
+        dtype = t.grad_dtype if t.grad_dtype else t.dtype
+        grad = g.make_leaf(shape=t.shape, dtype=dtype, rg=False, hidden=True)
         t.has_grad = True
         g.emit(Stmt("set_grad", target=t.name, args=[grad.name]), ["LEAF-12", "LEAF-13"])
         return True

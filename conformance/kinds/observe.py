@@ -58,6 +58,9 @@ TABLE: dict[str, Observable] = {
                                lambda t: f"{t}.retains_grad"),
     "is_inference": Observable("inference_mode", _of("is_inference"),
                                lambda t: f"{t}.is_inference()"),
+    "grad_dtype": Observable("grad_dtype", _of("grad_dtype"),
+                             lambda t: f"None if {t}.grad_dtype is None else "
+                                       f"str({t}.grad_dtype).rsplit('.', 1)[-1]"),
 }
 OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
@@ -97,19 +100,21 @@ class Observe(Kind):
         if what is None:
             what = g.weighted("observe what", self._observables(
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                t.version_unobserved(), t.stale, t.is_float, t.graph_open))
+                t.version_unobserved(), t.stale, t.is_float, t.graph_open, True, t.leaf))
         g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
         return True
 
     @staticmethod
     @functools.cache
     def _observables(caps, unretained, has_next, unversioned, stale, is_float,
-                     graph_open=0, inference_seen=True):
+                     graph_open=0, inference_seen=True, leaf=True):
         """The weighted observables worth drawing of a tensor with these properties
         (`unversioned`: a result torch's engine may write into, UNSPEC-3, or an inference
         tensor, INFER-3; `inference_seen`: the program entered inference mode, without which
-        a sweep leaves is_inference out)."""
+        a sweep leaves is_inference out; `leaf`: only a leaf has a grad_dtype, GRAD-7)."""
         opts = [(w, n) for w, n in OBSERVE_WHAT if OBSERVABLES[w] in caps]
+        if not leaf:
+            opts = [o for o in opts if o[0] != "grad_dtype"]
         if not inference_seen:
             opts = [o for o in opts if o[0] != "is_inference"]
         if graph_open:      # UNSPEC-9: a gradient's graph, or edges into one
@@ -129,8 +134,10 @@ class Observe(Kind):
         return tuple(opts)
 
 
-# what a sweep looks at: every observable, in the language's order
-SWEPT = tuple(TABLE)
+# what a sweep looks at: every observable, in the language's order, but grad_dtype: reading it
+# raises on a non-leaf, so an engine that makes one tensor a non-leaf wrongly would fail the
+# whole sweep and hide every other observation of it (observe statements look at it, one each)
+SWEPT = tuple(w for w in TABLE if w != "grad_dtype")
 
 
 @kind
@@ -192,7 +199,7 @@ class Sweep(Kind):
         seen = g.made_inference
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                   t.version_unobserved(), t.stale, t.is_float, t.graph_open, seen,
+                   t.version_unobserved(), t.stale, t.is_float, t.graph_open, seen, t.leaf,
                    observed_state(t))
             block = blocks.get(key)
             if block is None:

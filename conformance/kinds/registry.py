@@ -39,7 +39,7 @@ ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
-    "multi_view", "multi_grad_hook",
+    "multi_view", "multi_grad_hook", "set_grad_dtype",
 )
 
 
@@ -49,6 +49,7 @@ class Kind:
     name: ClassVar[str] = "?"
     doc: ClassVar[str] = ""
     caps: ClassVar[tuple[str, ...]] = ("core",)
+    optional_caps: ClassVar[tuple[str, ...]] = ()  # capabilities a statement's params may add
     weight: ClassVar[int] = 0           # draw weight (conformance/gen/) ...
     since: ClassVar[int] = 1            # ... from this generator vocabulary on (0 before)
     reweighted: ClassVar[tuple[tuple[int, int], ...]] = ()  # (vocabulary, weight from it on)

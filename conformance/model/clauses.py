@@ -119,4 +119,6 @@ def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
         return ("RETAIN-3",) if leaf else ("RETAIN-1",)
     if what == "is_inference":
         return ("INFER-2",)
+    if what == "grad_dtype":
+        return ("GRAD-7", "LEAF-9")
     return ()

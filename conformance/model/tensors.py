@@ -78,6 +78,8 @@ class T:
     no_version: bool = False         # an inference tensor: no version counter (INFER-3)
     version_open: bool = False       # computed from an inference tensor: its _version starts
     #                                  at what torch's kernel leaves (UNSPEC-10)
+    grad_dtype: str | None = ""      # set by set_grad_dtype: a dtype or None; "" unset, which
+    #                                  reads the tensor's own dtype (GRAD-7, LEAF-13)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:

@@ -192,6 +192,18 @@ VOCABULARY_14_DIGESTS = {
     ("core", 20, 0, 100):
         "140f815cb77c871e3c90ed852ee09f5d18a81d8d006bba40e9992ae8e7df6d61",
 }
+# Vocabulary 15 (`gradspec run`'s before vocabulary 16), recorded at a1d613b before grad_dtype,
+# the requires_grad setter and the scenarios of vocabulary 16 were drawn.
+VOCABULARY_15_DIGESTS = {
+    ("all", 20, 0, 150):
+        "3343954cb0f55cd1b2968266841a09700ad00135e317fae5574a3d846ce83d30",
+    ("all", 40, 3000, 50):
+        "a99874b67fe42f4c8b7825eccfd4c8ebd55d12980f88e84dd9922143d05237d3",
+    ("no-grad_fn", 20, 0, 100):
+        "5cb595586464679f40637116d2d45421beb1fee7c8ef73dcdfbd8e0307e846d5",
+    ("core", 20, 0, 100):
+        "bc70a84ae6513f107dcbf78f30663130eb4d564258a577d61422d56c6be4ef7f",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -222,7 +234,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
-          13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS}
+          13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

@@ -155,7 +155,8 @@ def test_vocabulary_15_passes_through_the_gradient_alone_and_records_them():
     ZeroTensor .grad, pytorch/pytorch#89034)."""
     alone = deeper = 0
     for seed in range(400):
-        flat = [s for _, s in program_for_seed(seed, ALL_CAPABILITIES, 20).walk()]
+        flat = [s for _, s in program_for_seed(seed, ALL_CAPABILITIES, 20,
+                                               vocabulary=15).walk()]
         for i, s in enumerate(flat):
             if s.op != "grad" or not s.params.get("create_graph"):
                 continue
@@ -168,3 +169,55 @@ def test_vocabulary_15_passes_through_the_gradient_alone_and_records_them():
                                for t in flat[max(0, i - 8):i]), seed
             deeper += any(t.op == "backward" and t.params.get("create_graph") for t in later)
     assert alone >= 5 and deeper >= 5, (alone, deeper)
+
+
+def test_vocabulary_16_draws_relu_alone_and_a_retained_tensor_under_create_graph():
+    """From vocabulary 16 the higher-order scenario sometimes builds a function of relu alone
+    (its gradient's graph reaches the leaf only through relu's saved result, which sends it
+    zeros: DOUBLE-10), then passes from the gradient's own sum; and a retained tensor is
+    reached by two create_graph passes, the second replacing its .grad with a recorded sum
+    (DOUBLE-3). Vocabulary 15 reaches the first rarely (a one-step function that drew relu)
+    and the second never; both agree on refimpl and torch."""
+    oracle, engine = load_engine("torch"), load_engine("refimpl")
+    found = {15: [0, 0], 16: [0, 0]}
+    for vocabulary in (15, 16):
+        for seed in range(300):
+            p = program_for_seed(seed, ALL_CAPABILITIES, 20, vocabulary=vocabulary)
+            flat = [s for _, s in p.walk()]
+            relu = _relu_alone(flat)
+            retained = _retained_twice_recorded(flat)
+            found[vocabulary][0] += relu
+            found[vocabulary][1] += retained
+            if vocabulary == 16 and (relu or retained):
+                assert compare(p, execute(p, oracle), execute(p, engine)) == [], seed
+    assert found[15][1] == 0 and found[16][1] >= 3, found
+    assert found[16][0] > found[15][0] and found[16][0] >= 3, found
+
+
+def _relu_alone(flat: list[Stmt]) -> bool:
+    """y = x * c; r = relu(y); g = grad(r.sum(), x, create_graph); g.sum() backward."""
+    for i, s in enumerate(flat[:-3]):
+        if s.op == "call" and s.params["fn"] == "relu" and flat[i - 1].op == "call" and \
+                flat[i - 1].params["fn"] == "mul" and flat[i - 1].out == s.args[0]:
+            nxt = flat[i + 1:i + 6]
+            if any(t.op == "grad" and t.params.get("create_graph") for t in nxt) and any(
+                    t.op == "call" and t.params["fn"] == "sum" and
+                    any(u.op == "grad" and t.args[0] in u.params["outs"] for u in nxt)
+                    for t in nxt):
+                return True
+    return False
+
+
+def _retained_twice_recorded(flat: list[Stmt]) -> bool:
+    """y.retain_grad(), then two backward passes with create_graph from one root, then a look
+    at y.grad."""
+    for i, s in enumerate(flat):
+        if s.op != "retain_grad":
+            continue
+        passes = [t for t in flat[i + 1:i + 6] if t.op == "backward"
+                  and t.params.get("create_graph")]
+        if len(passes) == 2 and passes[0].target == passes[1].target and any(
+                t.op == "observe" and t.target == s.target and t.params["what"] == "grad"
+                for t in flat[i + 1:i + 8]):
+            return True
+    return False
