@@ -40,6 +40,7 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
     are returned and nothing is accumulated; otherwise (backward(inputs=...)) only they
     accumulate. With no targets every reachable AccumulateGrad runs.
     """
+    grads = [_root_grad(fn, g, be) for (fn, _), g in zip(roots, grads, strict=True)]
     if len(roots) == 1:
         (start, nr), first = roots[0], grads[0]
     else:
@@ -232,6 +233,19 @@ def _tensor_hooks(fn, grad, be, graphed):
         else:
             t._grad = t._new_like(t._grad._data + g)
     return grads if fn.n_outputs > 1 else grads[0]
+
+
+def _root_grad(fn, g, be):
+    """A root's gradient as torch's GraphRoot hands it on: cast to a leaf root's grad_dtype
+    before its hooks see it (LEAF-9)."""
+    if g is None or not isinstance(fn, AccumulateGrad):
+        return g
+    dtype = grad_dtype_of(fn.variable)
+    if dtype is None or _dtype(g, be) is dtype:
+        return g
+    if g.__class__ is Tensor:
+        return differentiable.astype(g, dtype)
+    return be.xp.astype(g, be.native[dtype])
 
 
 def _validate(fn, i, g, meta, be):

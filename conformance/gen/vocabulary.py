@@ -51,11 +51,12 @@ from __future__ import annotations
 # the end; and in gen/higher.py a pass through the gradient's graph alone (`g.sum()`) and one
 # with create_graph. A third mutation sample found refimpl's code for each unwatched.
 # Vocabulary 16 draws `grad_dtype` where the engine declares it (capability grad_dtype, GRAD-7):
-# an observable of leaves (never swept: it raises on a non-leaf) and the statement kind
-# set_grad_dtype; the setter `t.requires_grad = flag` beside requires_grad_() (capability
+# the statement kind set_grad_dtype and an observable of leaves (never swept: it raises on a
+# non-leaf); the setter `t.requires_grad = flag` beside requires_grad_() (capability
 # requires_grad_setter, LEAF-11, LEAF-15); a retained tensor reached twice under create_graph
 # (DOUBLE-3); and in gen/higher.py a function of relu alone before a pass from its gradient
-# (DOUBLE-10). The mutation score's third sample found refimpl's code for each unwatched.
+# (DOUBLE-10). The mutation score's third sample found refimpl's code for each unwatched. No
+# pass starts from an inference tensor (kinds/backward.py, UNSPEC-10).
 VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for

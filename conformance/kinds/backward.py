@@ -107,7 +107,7 @@ class Backward(Kind):
         return _done(path)
 
     def draw(self, g):
-        cands = g.live(lambda u: u.rg and u.node is not None and u.is_float)
+        cands = _roots(g)
         raises = [predict(reach([u.node])) for u in cands]
         valid = [u for u, r in zip(cands, raises, strict=True) if r is None]
         ok = [u for u, r in zip(cands, raises, strict=True) if g.ok_kind(r)]
@@ -180,7 +180,7 @@ class BackwardMany(Kind):
 
     def draw(self, g):
         """autograd.backward on two tensors at once (API-12)."""
-        cands = g.live(lambda u: u.rg and u.node is not None and u.is_float)
+        cands = _roots(g)
         if len(cands) < 2:
             return False
         a = g.choice("backward tensor", cands)
@@ -285,7 +285,7 @@ class Grad(Kind):
     def draw(self, g, bad=None):
         """Draw autograd.grad; `bad` provokes UNUSED_INPUT, INPUT_NO_REQUIRES_GRAD or
         GRAD_OUTPUT_SHAPE."""
-        cands = g.live(lambda u: u.rg and u.node is not None and u.is_float)
+        cands = _roots(g)
         ok = [u for u in cands if g.ok_kind(predict(reach([u.node])))]
         if not ok:
             return False
@@ -392,3 +392,12 @@ class Grad(Kind):
             if other is not inputs[0]:
                 inputs.append(other)
         return inputs
+
+
+def _roots(g) -> list:
+    """The tensors a pass may start from: those that require grad and have a node; from
+    vocabulary 16 not an inference tensor, which requires grad only where a leaf was made so
+    inside the mode, and what it does outside the mode is left open (INFER-6, UNSPEC-10)."""
+    if g.vocabulary >= 16:
+        return g.live(lambda u: u.rg and u.node is not None and u.is_float and not u.inference)
+    return g.live(lambda u: u.rg and u.node is not None and u.is_float)

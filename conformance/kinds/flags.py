@@ -76,7 +76,10 @@ class SetGradDtype(Kind):
     def draw(self, g):
         """Set a float leaf's grad_dtype (GRAD-7): a dtype only while it has no .grad, which
         torch 2.13 otherwise refuses with an error of no spec kind; None at any time."""
-        t = g.pick("set grad_dtype of", lambda u: u.leaf and u.is_float and not u.inference)
+        # a leaf made as one: the model may call a result of a no_grad view a leaf, which
+        # torch refuses (and warns as if .grad were read, NONLEAF_GRAD_ACCESS)
+        t = g.pick("set grad_dtype of", lambda u: u.leaf and u.is_float and not u.inference
+                   and u.origin == "leaf" and u.base is None)
         if t is None:
             return False
         other = "float32" if t.dtype == "float64" else "float64"   # the one that casts

@@ -348,6 +348,8 @@ class View(Kind):
             # the model's contiguity is a guess (t[0, 1] of a matrix is contiguous in torch,
             # not here): torch may have made a view, whose writes would reach a's memory
             t.storage.may_reach = (a.storage, *a.storage.may_reach)
+            if g.vocabulary >= 16:      # a write to them may reach a view torch made (hookable)
+                t.reach_at = tuple(s.version for s in t.storage.may_reach)
         else:
             t = g.add_view(a, shape, noncontig, fn == "expand")
         g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),

@@ -78,6 +78,8 @@ class T:
     no_version: bool = False         # an inference tensor: no version counter (INFER-3)
     version_open: bool = False       # computed from an inference tensor: its _version starts
     #                                  at what torch's kernel leaves (UNSPEC-10)
+    reach_at: tuple[int, ...] | None = None     # from vocabulary 16, a copy that may be a view
+    #                                  (Storage.may_reach): those storages' versions then
     grad_dtype: str | None = ""      # set by set_grad_dtype: a dtype or None; "" unset, which
     #                                  reads the tensor's own dtype (GRAD-7, LEAF-13)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
@@ -89,9 +91,12 @@ class T:
         # torch 2.13 segfaults registering a hook on a view whose storage was written since
         # the view was made (x[0], then x written under no_grad; pytorch/pytorch#196459):
         # never draw that, nor where a write may have reached it (Storage.doubt).
+        # The same for a copy torch may have made a view of what was written since (reach_at).
         return self.rg and self.node is not None and (
             self.base is None or self.storage.version == self.made_at
-            and self.storage.doubt == self.doubt_at)
+            and self.storage.doubt == self.doubt_at) and (
+            self.reach_at is None or self.reach_at == tuple(
+                s.version for s in self.storage.may_reach))
 
     def version_unobserved(self) -> bool:
         """Its `_version` is never observed: a result torch's engine may write into (UNSPEC-3),

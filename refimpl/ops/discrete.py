@@ -8,7 +8,7 @@ The comparisons live with the other binary ops (elementwise.compare).
 from __future__ import annotations
 
 from .. import dtypes
-from ..differentiable import diagonal, zeros_like
+from ..differentiable import astype, diagonal, zeros_like
 from ..tensor import Tensor, record, saved, wrap
 
 
@@ -68,12 +68,18 @@ def to(a, *args, dtype=None, copy=False, **kwargs):
     arr = a._be.xp.astype(a._data, a._be.native[dtype])
     if not dtype.is_floating_point:             # saves: nothing
         return wrap(a._be, arr)
-    out, _ = record(arr, a._be, "ToCopyBackward0", _cast_bw, (a,))
+    out, _ = record(arr, a._be, "ToCopyBackward0", _cast_bw, (a,), a._be)
     return out
 
 
 def _cast_bw(node, g):
-    return (g,)  # the engine casts g to the input's dtype (LEAF-9)
+    """The gradient cast back to the input's dtype by the formula itself (DERIV-3), as torch's
+    ToCopyBackward0 does: a leaf whose grad_dtype is None gets its own dtype, not the cast's
+    (LEAF-9)."""
+    dtype, be = node.in_meta[0][1], node.info
+    if g.__class__ is Tensor:
+        return (g if g._dtype is dtype else astype(g, dtype),)
+    return (g if be.dtype_of[g.dtype] is dtype else be.xp.astype(g, be.native[dtype]),)
 
 
 def long(a):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from .. import broadcast, dtypes
-from ..differentiable import array, diagonal, math, unpack
+from ..differentiable import array, astype, diagonal, math, unpack
 from ..differentiable import zeros_like as _zeros
 from ..tensor import Tensor, needs, record, saved, saved_result, wrap
 
@@ -122,7 +122,8 @@ def _rsub_bw(node, g):
 
 def mul(a, b):                              # saves: b if a needs grad, a if b needs grad
     x, y, be = _operands(a, b)
-    out, node = record(_laid_out(operator.mul, x, y, be), be, "MulBackward0", _mul_bw, (a, b))
+    out, node = record(_laid_out(operator.mul, x, y, be), be, "MulBackward0", _mul_bw, (a, b),
+                       be)
     if node is not None:
         node.save(saved(node, b, 1) if needs(node, 0) else None,
                   saved(node, a, 0) if needs(node, 1) else None)
@@ -131,7 +132,18 @@ def mul(a, b):                              # saves: b if a needs grad, a if b n
 
 def _mul_bw(node, g):
     b, a = unpack(node, g)
-    return (g * b if b is not None else None, g * a if a is not None else None)
+    return (_like(g, g * b, node.info) if b is not None else None,
+            _like(g, g * a, node.info) if a is not None else None)
+
+
+def _like(g, r, be):
+    """A product's gradient in the incoming gradient's dtype, the op's result dtype, as
+    torch's formulas give it: an operand of a wider float dtype that did not widen the result
+    (a 0-d float64 times a float32 tensor) does not widen its gradient either, which numpy's
+    promotion would; it shows where a leaf's grad_dtype None keeps what arrives (LEAF-9)."""
+    if g.__class__ is Tensor:
+        return r if r._dtype is g._dtype else astype(r, g._dtype)
+    return r if r.dtype == g.dtype else be.xp.astype(r, g.dtype)
 
 
 def div(a, b):                              # saves: b if a needs grad; a and b if b needs grad
@@ -141,7 +153,7 @@ def div(a, b):                              # saves: b if a needs grad; a and b 
         x = be.xp.astype(x, f32)
         y = be.xp.astype(y, f32) if isinstance(y, type(x)) else float(y)
     out, node = record(_laid_out(operator.truediv, x, y, be), be, "DivBackward0", _div_bw,
-                       (a, b))
+                       (a, b), be)
     if node is not None:
         nb = needs(node, 1)
         node.save(saved(node, b, 1) if needs(node, 0) or nb else None,
@@ -155,8 +167,8 @@ def _is_float(x, be):
 
 def _div_bw(node, g):
     b, a = unpack(node, g)
-    ga = g / b if needs(node, 0) else None
-    gb = -g * a / (b * b) if a is not None else None
+    ga = _like(g, g / b, node.info) if needs(node, 0) else None
+    gb = _like(g, -g * a / (b * b), node.info) if a is not None else None
     return ga, gb
 
 

@@ -660,3 +660,71 @@ def test_values_when_a_hook_turns_grad_mode_on_for_the_accumulator(differential,
         log("x.grad", x.grad)
         log("grad mode after", torch.is_grad_enabled())
     differential(prog)
+
+
+# ---- LEAF-9: grad_dtype at a backward root, and None after a cast or a narrower product ------
+@pytest.mark.clause("LEAF-9")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("how", ["backward", "autograd.backward", "autograd.grad",
+                                 "backward inputs"])
+def test_a_leaf_root_gets_its_gradient_in_its_grad_dtype(differential, dtype, how):
+    """A leaf that is itself a pass's root: torch casts the given gradient to its grad_dtype
+    before its hooks see it, as it casts one arriving through an op."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        other = torch.float32 if dtype == "float64" else torch.float64
+        x = torch.tensor([1.25, -0.5], dtype=dt, requires_grad=True)
+        x.grad_dtype = other
+        x.register_hook(lambda g: log("hook", [_dt(g.dtype), g]))
+        g = torch.tensor([-0.75, 0.5], dtype=dt)
+        if how == "backward":
+            x.backward(g)
+        elif how == "autograd.backward":
+            w = torch.ones(2, dtype=dt, requires_grad=True)
+            torch.autograd.backward([w, x], grad_tensors=[g, g])
+        elif how == "autograd.grad":
+            got, = torch.autograd.grad(x, x, g)
+            log("result", [_dt(got.dtype), got])
+            return
+        else:
+            x.backward(g, inputs=[x])
+        log(".grad", [_dt(x.grad.dtype), x.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("LEAF-9")
+@pytest.mark.clause("DERIV-3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_cast_sends_its_gradient_back_in_the_input_dtype_whatever_grad_dtype(
+        differential, dtype, create_graph):
+    """ToCopyBackward0 casts in its formula: a leaf whose grad_dtype is None still gets its
+    own dtype through x.float() / x.double(), and so does autograd.grad."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.tensor([1.0, -2.0], dtype=dt, requires_grad=True)
+        x.grad_dtype = None
+        y = x.float() if dtype == "float64" else x.double()
+        got, = torch.autograd.grad((y * y).sum(), x, create_graph=create_graph)
+        log("autograd.grad", [_dt(got.dtype), got])
+        (y * 3).sum().backward()
+        log(".grad", [_dt(x.grad.dtype), x.grad])
+    differential(prog)
+
+
+@pytest.mark.clause("LEAF-9")
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("first", [True, False], ids=["scalar first", "scalar second"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_wider_0d_operand_does_not_widen_the_gradient(differential, op, first, create_graph):
+    """A 0-d float64 operand times a float32 tensor gives float32 (it does not promote), and
+    so does torch's gradient for the float32 tensor; with grad_dtype None that is its .grad's
+    dtype, where numpy's promotion would give float64."""
+    def prog(torch, log):
+        x = torch.tensor([1.25, 1.0], requires_grad=True)
+        x.grad_dtype = None
+        s = torch.tensor([1.25, 0.25, 0.5], dtype=torch.float64, requires_grad=True)[1]
+        a, b = (s, x) if first else (x, s)
+        getattr(a, op)(b).sum().backward(create_graph=create_graph)
+        log(".grad", [_dt(x.grad.dtype), x.grad.detach()])
+    differential(prog)
