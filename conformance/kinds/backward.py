@@ -22,8 +22,7 @@ def _done(path: str) -> list[str]:
 
 
 def _create_graph_kw(s) -> dict[str, bool]:
-    """create_graph=True for the engine only when set: an engine whose methods predate the
-    field (conformance/engines/base.py) is called as before."""
+    """create_graph=True only when set: engines predating the field are called as before."""
     return {"create_graph": True} if s.params.get("create_graph") else {}
 
 
@@ -395,9 +394,7 @@ class Grad(Kind):
 
 
 def _roots(g) -> list:
-    """The tensors a pass may start from: those that require grad and have a node; from
-    vocabulary 16 not an inference tensor, which requires grad only where a leaf was made so
-    inside the mode, and what it does outside the mode is left open (INFER-6, UNSPEC-10)."""
-    if g.vocabulary >= 16:
-        return g.live(lambda u: u.rg and u.node is not None and u.is_float and not u.inference)
-    return g.live(lambda u: u.rg and u.node is not None and u.is_float)
+    """Tensors a pass may start from: they require grad and have a node; from vocabulary 16
+    not an inference tensor (one used outside the mode is left open: INFER-6, UNSPEC-10)."""
+    old = g.vocabulary < 16
+    return g.live(lambda u: u.rg and u.node is not None and u.is_float and (old or not u.inference))

@@ -55,11 +55,15 @@ def test_programs_round_trip_through_json():
 
 
 def test_size_is_about_n_statements():
-    # the last step may be a focus move (several statements, gen/focus.py: the longest, the
-    # second derivative of gen/higher.py, up to 16), and the closing sweep is one more
+    # The last step may be a focus move (several statements, gen/focus.py: the longest, the
+    # second derivative of gen/higher.py, up to 16) or a grad-mode block of up to three steps
+    # (kinds/modes.py), and the closing sweep is one more. Most programs end close to their
+    # size (at vocabulary 16, seeds 0-39: median 2 to 3 over, mean 2.7 to 3.8, most 19).
     for size in (5, 20, 40):
         counts = [sum(1 for _ in program_for_seed(s, None, size).walk()) for s in range(40)]
-        assert min(counts) >= size and max(counts) <= size + 17, (size, counts)
+        over = sorted(c - size for c in counts)
+        assert over[0] >= 0 and over[-1] <= 2 + 3 * 16, (size, counts)
+        assert over[len(over) // 2] <= 6 and sum(over) <= 8 * len(over), (size, counts)
 
 
 def test_every_statement_kind_op_and_observable_appears():

@@ -56,7 +56,7 @@ def test_the_model_predicts_which_gradients_torch_records(monkeypatch):
     torch = load_engine("torch")
     predicted = _predictions(monkeypatch)
     checked = {True: 0, False: 0}
-    for seed in range(1000):
+    for seed in range(2000):
         predicted.clear()
         p = program_for_seed(seed, ALL_CAPABILITIES, 20)
         if not _recorded_grads(p):
@@ -67,7 +67,8 @@ def test_the_model_predicts_which_gradients_torch_records(monkeypatch):
                     "requires_grad"):
                 assert ev.status == "ok" and ev.value == predicted[s.target], (seed, p.dumps())
                 checked[ev.value] += 1
-    assert checked[True] >= 40 and checked[False] >= 8, checked
+    # {True: 113, False: 23} in seeds 0-1999 at vocabulary 16 (51 and 6 in 0-999)
+    assert checked[True] >= 80 and checked[False] >= 10, checked
 
 
 @pytest.mark.parametrize("engine", ["refimpl", "torch"])
@@ -76,12 +77,12 @@ def test_programs_with_create_graph_agree_with_torch(engine):
     caps = frozenset(oracle.capabilities) & frozenset(other.capabilities)
     assert "create_graph" in caps
     ran = 0
-    for seed in range(400):
+    for seed in range(600):
         p = program_for_seed(seed, caps, 20)
         if _recorded_grads(p):
             ran += 1
             assert compare(p, execute(p, oracle), execute(p, other)) == [], seed
-    assert ran >= 25          # 29 of 400 programs at vocabulary 13
+    assert ran >= 30          # 35 of 600 at vocabulary 16 (29 of 400 at vocabulary 13, 23 at 16)
 
 
 def _leaf(out, values):

@@ -14,8 +14,9 @@ import pytest
 from conformance.engines import load_engine
 from conformance.executor import execute
 from conformance.gen import scenario
-from conformance.gen.core import ALL_CAPABILITIES, program_for_seed
+from conformance.gen.core import ALL_CAPABILITIES, Gen, RandomChooser, program_for_seed
 from conformance.gen.focus import focus_table
+from conformance.gen.layouts import unit_dim_views
 from conformance.judge.compare import compare
 from conformance.kinds import KINDS
 from conformance.lang.program import Program, Stmt
@@ -128,9 +129,16 @@ def test_zero_d_views_transposed_unit_dims_and_narrows_from_the_end(drawn, monke
         program_for_seed(seed, ALL_CAPABILITIES, 20)
     assert any(fn in ("view", "reshape") and kw["shape"] == [] and a for a, fn, kw in made)
     assert any(fn == "narrow" and kw["start"] < 0 for _, fn, kw in made)
-    transposed = {i for i, (a, fn, _) in enumerate(made) if fn in ("t", "transpose")
-                  and 1 in a and len(a) == 2}
-    assert any(i + 1 < len(made) and made[i + 1][1] == "reshape" for i in transposed)
+    # A transpose of (1, n) then a reshape is one draw of the scenario in nine or so, and the
+    # default stream draws the scenario a few times in 300 programs: draw it directly (22 of 200
+    # seeds at vocabulary 16).
+    pairs = 0
+    for seed in range(100):
+        made.clear()
+        unit_dim_views(Gen(RandomChooser(seed), frozenset(ALL_CAPABILITIES), 20))
+        (a, first, _), (_, second, _) = made[:2]
+        pairs += first in ("t", "transpose") and 1 in a and len(a) == 2 and second == "reshape"
+    assert pairs >= 3, pairs
 
 
 def test_indices_with_none_after_a_dim_and_allowed_expanded_writes(drawn):
