@@ -6,6 +6,7 @@ Every manager works as a context manager and as a decorator, as torch.autograd.g
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 
@@ -54,10 +55,40 @@ class _Mode:
         return False
 
     def __call__(self, fn):  # used as a decorator (MODE-5)
+        if inspect.isgeneratorfunction(fn):
+            return self._generator(fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
                 return fn(*args, **kwargs)
+        return wrapper
+
+    def _generator(self, fn):
+        """A decorated generator function runs each resumption in the mode, and its caller's
+        code between them in the caller's (MODE-5): the mode is entered around every send,
+        throw and close of the generator, never across a yield."""
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - passed into the generator
+                        with self.clone():
+                            response = gen.throw(exc)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
         return wrapper
 
     def clone(self):

@@ -127,6 +127,49 @@ def test_decorators_apply_per_call(differential):
     differential(prog)
 
 
+@pytest.mark.clause("MODE-12")
+@pytest.mark.parametrize("mode", ["no_grad()", "no_grad", "enable_grad()",
+                                  "set_grad_enabled(False)", "set_grad_enabled(True)",
+                                  "inference_mode()"])
+@pytest.mark.parametrize("outer", [True, False])
+def test_a_decorated_generator_runs_each_resumption_in_the_mode(differential, mode, outer):
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        deco = {"no_grad()": torch.no_grad(), "no_grad": torch.no_grad,
+                "enable_grad()": torch.enable_grad(),
+                "set_grad_enabled(False)": torch.set_grad_enabled(False),
+                "set_grad_enabled(True)": torch.set_grad_enabled(True),
+                "inference_mode()": torch.inference_mode()}[mode]
+
+        @deco
+        def steps(t):
+            got = yield (t * 2).requires_grad, torch.is_grad_enabled()
+            try:
+                yield got, (t * 3).requires_grad, torch.is_grad_enabled()
+            except KeyError:
+                yield "thrown", torch.is_grad_enabled()
+            yield "last", torch.is_grad_enabled()
+
+        try:
+            with torch.set_grad_enabled(outer):
+                gen = steps(x)
+                log("made, caller's mode", torch.is_grad_enabled())
+                log("first", next(gen))
+                log("between", torch.is_grad_enabled())
+                log("send", gen.send(7))
+                log("throw", gen.throw(KeyError("k")))
+                log("between again", torch.is_grad_enabled())
+                log("rest", list(gen))
+                early = steps(x)
+                next(early)
+                early.close()
+                log("after close", torch.is_grad_enabled())
+            log("restored", torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
 @pytest.mark.clause("MODE-6")
 def test_is_grad_enabled_tracks_every_change(differential):
     def prog(torch, log):
