@@ -70,7 +70,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "create_graph": ("autograd_grad",),     # ... with the keywords below
     "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
     "custom_function": (),          # no statement: probed through the engine's module (probes.py)
-    "data_assign": (),              # no statement: probed through the engine's module (probes.py)
+    "data_assign": ("set_data",),   # set_() has no statement: probed (judge/probes.py)
     "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
     "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
     "narrow_select": (),            # view rows of the op table (views' own method)
@@ -178,6 +178,12 @@ class Engine(ABC):
         (GRAD-7, LEAF-9, LEAF-13)."""
         raise NotImplementedError
 
+    def set_data(self, t: Tensor, value: Tensor | None) -> None:
+        """(capability data_assign) `t.data = value`: t keeps its identity, flags, node,
+        hooks, .grad and version counter and takes value's memory, shape and dtype (DATA-1,
+        DATA-2); `value` None must raise DATA_NOT_TENSOR (DATA-6)."""
+        raise NotImplementedError
+
     def retain_grad(self, t: Tensor) -> None:
         raise NotImplementedError
 
@@ -218,7 +224,9 @@ class Engine(ABC):
         raise NotImplementedError
 
     def grad_mode_decorator(self, mode: str, enabled: bool = True) -> Callable[[Any], Any]:
-        """The same mode as a function decorator (MODE-5), e.g. torch.no_grad()."""
+        """The same mode as a function decorator (MODE-5), e.g. torch.no_grad(). From generator
+        vocabulary 17 it also decorates generator functions (a mode statement with
+        params.generator): each resumption of the generator must run in the mode (MODE-12)."""
         raise NotImplementedError
 
     def is_grad_enabled(self) -> bool:
@@ -312,6 +320,12 @@ class Engine(ABC):
         """A tensor whose shape differs from g's, used by 'wrong_shape' hooks."""
         return self.leaf([0.0] * (_numel(self.shape(g)) + 1),
                          [_numel(self.shape(g)) + 1], self.dtype(g), False)
+
+    def wrong_dtype(self, g: Tensor) -> Tensor:
+        """Zeros of g's shape in the other float dtype, used by 'wrong_dtype' hooks."""
+        other = "float64" if self.dtype(g) == "float32" else "float32"
+        shape = self.shape(g)
+        return self.leaf([0.0] * _numel(shape), list(shape), other, False)
 
     # ---- running several statements as one unit --------------------------------------------
     def run_segment(self, body: Callable[[], None], segment: Any) -> None:

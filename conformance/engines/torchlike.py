@@ -84,6 +84,9 @@ class TorchLike(Engine):
     def set_requires_grad(self, t, value):
         t.requires_grad = value
 
+    def set_data(self, t, value):
+        t.data = value
+
     def set_grad_dtype(self, t, dtype):
         t.grad_dtype = None if dtype is None else getattr(self.torch, dtype)
 

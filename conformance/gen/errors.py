@@ -2,11 +2,11 @@
 
 About one step in twenty (WEIGHT in the statement draw, order.py) is a deliberate error: a
 recipe that provokes one error kind of spec/errors.md. Every kind a program can express has a
-move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py (inference
-mode) or errors_overlap.py (memory shared within a write); INEXPRESSIBLE says why
-any other cannot. The draw among the moves is in ERROR_ORDER, never in declaration order, and
-ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and NATURAL_ERROR_CAPS are derived from the
-declarations.
+move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py
+(inference mode), errors_overlap.py (memory shared within a write) or errors_data.py
+(`.data =`); INEXPRESSIBLE says why any other cannot. The draw among the moves is in
+ERROR_ORDER, never in declaration order, and ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and
+NATURAL_ERROR_CAPS are derived from the declarations.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ..model import T
 from ..model.tables import NUMBERS, SHAPES
 from . import (
     errors_backward,  # noqa: F401  (declares the moves of backward passes)
+    errors_data,  # noqa: F401  (declares the moves of `.data =`)
     errors_inference,  # noqa: F401  (declares the moves of inference mode)
     errors_overlap,  # noqa: F401  (declares the moves of overlapping memory)
 )
@@ -45,13 +46,11 @@ ERROR_ORDER = (
     "LEAF_MOVED_INTO_GRAPH", "POST_HOOK_RETURNED_VALUE", "HOOK_WRONG_COUNT",
     "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP", "INFERENCE_VERSION", "INFERENCE_INPLACE",
     "INFERENCE_SAVED", "INFERENCE_REQUIRES_GRAD", "INFERENCE_VIEW_INPLACE",
-    "NO_GRAD_VIEW_BASE_INPLACE", "SELF_OVERLAPPING_WRITE",
+    "NO_GRAD_VIEW_BASE_INPLACE", "SELF_OVERLAPPING_WRITE", "DATA_REQUIRES_GRAD_DTYPE",
+    "DATA_NOT_TENSOR", "HOOK_CHANGED_TYPE", "HOOK_RETURNED_NON_TENSOR",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
-    "HOOK_RETURNED_NON_TENSOR": "every hook behaviour returns None or a tensor (HOOK-13)",
-    "HOOK_CHANGED_TYPE": "every hook behaviour returns a tensor of its gradient's or its "
-                         "leaf's dtype (HOOK-13)",
     "HOOK_REPLACED_NONE": "node hook behaviours keep every None entry (HOOK-17)",
     "CREATE_GRAPH_CYCLE": "a warning, not an error, and not compared in generated programs "
                           "(DOUBLE-8, UNSPEC-9)",
@@ -60,9 +59,8 @@ INEXPRESSIBLE: dict[str, str] = {
                      "FUNCTION_NON_TENSOR_GRAD", "DIRTY_NOT_RETURNED", "DIRTY_LEAF",
                      "ONCE_DIFFERENTIABLE", "CUSTOM_VIEW_INPLACE", "CUSTOM_VIEW_BASE_INPLACE",
                      "LEGACY_FUNCTION"), "no statement defines a torch.autograd.Function"),
-    # spec/data.md: no statement assigns .data or calls set_() (NOT_GENERATED)
-    **dict.fromkeys(("DATA_REQUIRES_GRAD_DTYPE", "DATA_NOT_TENSOR", "SET_DTYPE", "SET_BACKWARD"),
-                    "no statement assigns .data or calls set_()"),
+    # spec/data.md: no statement calls set_() (NOT_GENERATED)
+    **dict.fromkeys(("SET_DTYPE", "SET_BACKWARD"), "no statement calls set_()"),
     # spec/saved.md: no statement registers saved-tensor hooks (NOT_GENERATED)
     **dict.fromkeys(("UNPACK_NOT_TENSOR", "PACK_HOOK_INPLACE"),
                     "no statement registers saved-tensor hooks"),
@@ -273,7 +271,9 @@ def grad_assign_shape(g: Any) -> bool:
 
 @error_move("GRAD_ASSIGN_DTYPE", clause="LEAF-13", no_grad_ok=True)
 def grad_assign_dtype(g: Any) -> bool:
-    t = g.rg_tensor("leaf", lambda u: u.leaf)
+    # from vocabulary 17 not a leaf whose grad_dtype was set: the dtype it takes is that one,
+    # or any (None), not its own (GRAD-7; vocabulary 16 predicted an error torch did not raise)
+    t = g.rg_tensor("leaf", lambda u: u.leaf and (g.vocabulary < 17 or u.grad_dtype == ""))
     other = "float32" if t.dtype == "float64" else "float64"
     grad = g.make_leaf(shape=t.shape, dtype=other, rg=False, hidden=True)
     g.emit(Stmt("set_grad", target=t.name, args=[grad.name]), ["LEAF-13"], "GRAD_ASSIGN_DTYPE")

@@ -165,6 +165,33 @@ def hook_changed_size(g: Any) -> bool:
     return g.emit_backward(root, [], retain=None, inputs=[], kind="HOOK_CHANGED_SIZE")
 
 
+def _hook_refused(g: Any, behaviour: str, kind: str) -> bool:
+    """A tensor hook on a fresh non-leaf returns what HOOK-5 refuses: the pass from it raises
+    `kind`. The sum below it has run and freed what it held, so it is never used again; the
+    hook is removed afterwards, so that later passes through the non-leaf work."""
+    y = g.call1(g.rg_tensor("hook on"), "mul", [2.0], {}, ["GRAPH-6"])
+    of("hook").draw(g, behaviour, y)
+    name = g.out[-1].out
+    root = y if not y.shape else g.sum_of(y)
+    g.emit_backward(root, [], retain=None, inputs=[], kind=kind)
+    root.hidden = root is not y
+    assert y.node is not None
+    y.node.hooks.pop(name)
+    g.handles.pop(name)
+    g.emit(Stmt("remove", target=name), ["HOOK-6"])
+    return True
+
+
+@error_move("HOOK_CHANGED_TYPE", clause="HOOK-5", needs=("hooks",), since=17)
+def hook_changed_type(g: Any) -> bool:
+    return _hook_refused(g, "wrong_dtype", "HOOK_CHANGED_TYPE")
+
+
+@error_move("HOOK_RETURNED_NON_TENSOR", clause="HOOK-5", needs=("hooks",), since=17)
+def hook_returned_non_tensor(g: Any) -> bool:
+    return _hook_refused(g, "non_tensor", "HOOK_RETURNED_NON_TENSOR")
+
+
 def _some_graph(g: Any) -> None:
     if not any(g.live(lambda u: u.rg and u.node is not None)):
         g.make_leaf(rg=True)
@@ -222,7 +249,12 @@ def leaf_moved_into_graph(g: Any) -> bool:
         cl = g.apply_inplace(x, [w], False)
         g.emit(Stmt("inplace", target=x.name, args=[w.name], params={"fn": "copy_", "kw": {}}),
                cl)
-    return g.emit_backward(root, [], retain=None, inputs=[], kind="LEAF_MOVED_INTO_GRAPH")
+    done = g.emit_backward(root, [], retain=None, inputs=[], kind="LEAF_MOVED_INTO_GRAPH")
+    if g.vocabulary >= 17:
+        # the nodes before x's old accumulator ran and freed what they saved: a later pass
+        # through them raises GRAPH_FREED, which the model would not predict
+        y.hidden = root.hidden = True
+    return done
 
 
 @error_move("POST_HOOK_RETURNED_VALUE", clause="HOOK-13",

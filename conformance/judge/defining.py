@@ -35,42 +35,49 @@ ALLOWS: dict[str, tuple[str, ...]] = {
     "GRAD_ASSIGN_SHAPE": ("LEAF-14",),
     "GRAD_ASSIGN_DTYPE": ("LEAF-14",),
     "INPUT_NO_REQUIRES_GRAD": ("API-10",),
+    "DATA_REQUIRES_GRAD_DTYPE": ("DATA-6", "DATA-1"),
 }
 
 # (observable, form of the oracle's value) or observable -> the clauses whose rule says what
 # it shows, most specific first; the last is the observable's general rule, the primary clause
 # when neither statement exercises any (None: there is none, the statement's own first clause
 # is). Forms: None, True, False, number, name, tensor (verdict.py, `form`); "<observable>.dtype"
-# is the dtype of what it shows.
+# is the dtype of what it shows. The DATA clauses come just before the general rules: an
+# observation after `.data =` carries one (model/clauses.py), and one more specific to what
+# differs wins over it. MODE-12 comes first: only a statement inside a decorated generator's
+# body has it near, and whether that body ran in the mode is what decides the rest.
 DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
     ("grad", "None"): ("RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8", "LEAF-16",
-                       "RETAIN-1", "LEAF-6", "LEAF-5"),
+                       "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
     "grad": ("DOUBLE-2", "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8", "LEAF-9",
-             "LEAF-5"),
-    "grad.dtype": ("RETAIN-1", "LEAF-9"),
+             "DATA-5", "LEAF-5"),
+    "grad.dtype": ("RETAIN-1", "DATA-5", "LEAF-9"),
     "retains_grad": ("RETAIN-3", "RETAIN-2", "RETAIN-1"),
-    ("is_leaf", "True"): ("DOUBLE-1", "LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "LEAF-2", "LEAF-1"),
-    ("is_leaf", "False"): ("DOUBLE-1", "INPLACE-15", "MODE-2", "GRAPH-10", "GRAPH-1"),
-    ("requires_grad", "False"): ("DOUBLE-1", "LEAF-16", "LEAF-11", "MODE-9", "MODE-1", "LEAF-4",
-                                 "INPLACE-10", "LEAF-2", "GRAPH-2"),
-    ("requires_grad", "True"): ("DOUBLE-1", "LEAF-11", "MODE-7", "MODE-9", "MODE-2", "INPLACE-10",
-                                "LEAF-1", "GRAPH-1"),
-    ("grad_fn", "None"): ("INPLACE-4", "MODE-9", "MODE-1", "LEAF-3", "LEAF-4", "GRAPH-2",
+    ("is_leaf", "True"): ("MODE-12", "DOUBLE-1", "LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "DATA-1",
                           "LEAF-2", "LEAF-1"),
-    "grad_fn": ("MODE-1", "INPLACE-8", "INPLACE-7", "GRAPH-10", "MODE-2", "GRAPH-3", "GRAPH-1"),
+    ("is_leaf", "False"): ("MODE-12", "DOUBLE-1", "INPLACE-15", "MODE-2", "GRAPH-10", "DATA-1",
+                           "GRAPH-1"),
+    ("requires_grad", "False"): ("MODE-12", "DOUBLE-1", "LEAF-16", "LEAF-11", "MODE-9", "MODE-1",
+                                 "LEAF-4", "INPLACE-10", "DATA-1", "LEAF-2", "GRAPH-2"),
+    ("requires_grad", "True"): ("MODE-12", "DOUBLE-1", "LEAF-11", "MODE-7", "MODE-9", "MODE-2",
+                                "INPLACE-10", "DATA-1", "LEAF-1", "GRAPH-1"),
+    ("grad_fn", "None"): ("MODE-12", "INPLACE-4", "MODE-9", "MODE-1", "LEAF-3", "LEAF-4", "DATA-1",
+                          "GRAPH-2", "LEAF-2", "LEAF-1"),
+    "grad_fn": ("MODE-12", "MODE-1", "INPLACE-8", "INPLACE-7", "GRAPH-10", "MODE-2", "DATA-1",
+                "GRAPH-3", "GRAPH-1"),
     "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
-    "grad_dtype": ("GRAD-7",),
+    "grad_dtype": ("DATA-5", "GRAD-7"),
     # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
     # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)
     ("version", "written"): ("VER-2",),
-    "version": ("VER-6", "VER-5", "VER-4", "VER-2", "VER-1", "VER-3"),
+    "version": ("VER-6", "VER-5", "VER-4", "DATA-2", "VER-2", "VER-1", "VER-3"),
     "value": ("INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
-              None),
+              "DATA-1", None),
     "results": ("DOUBLE-1", "API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
     # is_grad_enabled inside a grad-mode block (by what the oracle says), and outside (after
     # one: MODE-4)
-    ("grad_enabled", "inside, False"): ("MODE-1", "MODE-3", "MODE-5", "MODE-6"),
-    ("grad_enabled", "inside, True"): ("MODE-2", "MODE-3", "MODE-5", "MODE-6"),
+    ("grad_enabled", "inside, False"): ("MODE-12", "MODE-1", "MODE-3", "MODE-5", "MODE-6"),
+    ("grad_enabled", "inside, True"): ("MODE-12", "MODE-2", "MODE-3", "MODE-5", "MODE-6"),
     "grad_enabled": ("MODE-4", "MODE-5", "MODE-6"),
 }
 

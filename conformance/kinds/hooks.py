@@ -14,9 +14,14 @@ LABEL = (str, type(None))
 
 # ---- the hooks registered on an engine; they log into the event of the statement that is
 # running when they are called (x.log, conformance/judge/executor.py) ------------------------
+# the behaviours whose return value the pass refuses (HOOK-5): drawn by error moves only
+_REFUSED = ("wrong_shape", "wrong_dtype", "non_tensor")
+
+
 def tensor_hook(x: Any, p: dict[str, Any], label: str):
     """A tensor hook: logs the gradient, then per params.behaviour returns None, the gradient
-    scaled by params.factor, or a tensor of another shape."""
+    scaled by params.factor, a tensor of another shape, a tensor of the other float dtype or a
+    list (the last three refused by the pass: HOOK-5)."""
     e, behaviour = x.e, p.get("behaviour", "record")
 
     def hook(g):
@@ -25,6 +30,10 @@ def tensor_hook(x: Any, p: dict[str, Any], label: str):
             return e.scale(g, float(p.get("factor", 2.0)))
         if behaviour == "wrong_shape":
             return e.wrong_shape(g)
+        if behaviour == "wrong_dtype":
+            return e.wrong_dtype(g)
+        if behaviour == "non_tensor":
+            return [1.0]
         return None
     return hook
 
@@ -75,11 +84,13 @@ class Hook(Kind):
     reweighted = ((3, 12),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
            "None), 'scale' (log, return grad * params.factor), 'wrong_shape' (log, return a "
-           "tensor of another shape); params.label names the hook in the log")
+           "tensor of another shape), 'wrong_dtype' (log, return zeros of grad's shape in the "
+           "other float dtype), 'non_tensor' (log, return the list [1.0]); params.label names "
+           "the hook in the log")
     caps = ("hooks",)
 
     def check(self, s, path):
-        _check_hook(s, path, ("record", "scale", "wrong_shape"))
+        _check_hook(s, path, ("record", "scale", "wrong_shape", "wrong_dtype", "non_tensor"))
 
     def run(self, x, s, ev, path):
         p = s.params
@@ -114,7 +125,7 @@ class Hook(Kind):
         t.node.hooks[name] = behaviour
         g.handles[name] = (t.node, False)
         g.emit(Stmt("hook", out=name, target=t.name, params=params), cl)
-        if behaviour != "wrong_shape" and g.boolean("another hook on it", 30):
+        if behaviour not in _REFUSED and g.boolean("another hook on it", 30):
             self.draw(g, None, t)      # several hooks on one tensor: their order (HOOK-2)
         return True
 

@@ -2,6 +2,7 @@
 is_grad_enabled."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..lang.program import Stmt
@@ -24,14 +25,16 @@ def block_name(path: str) -> str:
 @kind
 class Mode(Kind):
     name = "mode"
-    param_keys = ("mode", "enabled", "decorator")
+    param_keys = ("mode", "enabled", "decorator", "generator")
     weight = 4
     reweighted = ((3, 6),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("with <params.mode>: body, or with params.decorator true: body as a function "
            "decorated by <params.mode>, called at once. params: mode ('no_grad'|"
            "'enable_grad'|'set_grad_enabled'|'inference_mode'), enabled (bool, "
            "set_grad_enabled and inference_mode only: its argument, default true), "
-           "decorator (bool, default false)")
+           "decorator (bool, default false), generator (bool, default false; with decorator: "
+           "the function is a generator that yields once before the body, and the block "
+           "iterates it to its end)")
     caps = ("grad_modes",)
     block = True
 
@@ -45,13 +48,26 @@ class Mode(Kind):
         fields.param(s, path, "mode", (str,), choices=MODES)
         fields.param(s, path, "enabled", (bool,), required=False)
         fields.param(s, path, "decorator", (bool,), required=False)
+        fields.param(s, path, "generator", (bool,), required=False)
+        if s.params.get("generator") and not s.params.get("decorator"):
+            fields.fail(path, "params.generator", "needs params.decorator true")
 
     def run(self, x, s, ev, path):
         e, p = x.e, s.params
         # no `enabled` in the program: none passed, so that the adapter may call the mode with
         # no argument as the script does (an engine's default is part of what is checked)
         given = (p["enabled"],) if "enabled" in p else ()
-        if p.get("decorator"):
+        if p.get("generator"):
+            # MODE-12: every resumption of a decorated generator runs in the mode; the body is
+            # the second, so that a wrapper around the first alone is seen
+            @e.grad_mode_decorator(p["mode"], *given)
+            def steps() -> Iterator[None]:
+                yield
+                x.current = None
+                x.block(s.body, path + ".")
+            for _ in steps():
+                pass
+        elif p.get("decorator"):
             @e.grad_mode_decorator(p["mode"], *given)
             def block() -> None:
                 x.current = None
@@ -75,8 +91,12 @@ class Mode(Kind):
         lines = []
         if s.params.get("decorator") and bound:     # the body binds program names, not locals
             lines.append(f"    global {', '.join(bound)}")
+        if s.params.get("generator"):
+            lines.append("    yield")
         lines += ["    " + ln for ln in body] or ["    pass"]
-        if s.params.get("decorator"):
+        if s.params.get("generator"):
+            lines += [f"for _ in {block_name(path)}():", "    pass"]
+        elif s.params.get("decorator"):
             lines.append(f"{block_name(path)}()")
         return lines
 
@@ -104,6 +124,10 @@ class Mode(Kind):
         if g.boolean("as a decorator", 30):
             params["decorator"] = True
             cl.append("MODE-5" if mode != "inference_mode" else "INFER-1")
+            # vocabulary 17: a generator function, each resumption in the mode (MODE-12)
+            if g.vocabulary >= 17 and g.boolean("a generator function", 40):
+                params["generator"] = True
+                cl.append("MODE-12")
         stmt = Stmt("mode", params=params)
         saved_out, saved_mode, saved_inference = g.out, g.grad_enabled, g.inference
         g.out, g.grad_enabled = stmt.body, enabled

@@ -39,7 +39,7 @@ ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
-    "multi_view", "multi_grad_hook", "set_grad_dtype",
+    "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data",
 )
 
 

@@ -77,11 +77,11 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     return cl
 
 
-def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool]:
+def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool, bool]:
     """What of t the clauses of observing it depend on (observe_clauses), as a hashable key:
     a program's closing sweep observes every tensor, mostly in a few states."""
     return (t.leaf, t.has_grad, t.retains, t.rg, t.origin,
-            t.node is not None and t.node.inplace, t.storage.version == 0)
+            t.node is not None and t.node.inplace, t.storage.version == 0, t.data_set)
 
 
 def observe_clauses(t: T, what: str) -> list[str]:
@@ -90,9 +90,27 @@ def observe_clauses(t: T, what: str) -> list[str]:
 
 
 @functools.cache
-def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
+def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool, bool],
                          what: str) -> tuple[str, ...]:
-    """observe_clauses of a tensor in `state` (observed_state)."""
+    """observe_clauses of a tensor in `state` (observed_state): after `.data =` gave it new
+    contents, the DATA clause that says what the observable shows first (spec/data.md)."""
+    *state7, data_set = state
+    cl = _clauses_of_observing(tuple(state7), what)
+    if data_set:
+        return _AFTER_SET_DATA.get(what, ()) + cl
+    return cl
+
+
+# observable -> the clause of spec/data.md saying what it shows after `.data =`
+_AFTER_SET_DATA = {
+    "value": ("DATA-1",), "shape": ("DATA-1",), "dtype": ("DATA-1",), "is_leaf": ("DATA-1",),
+    "requires_grad": ("DATA-1",), "grad_fn": ("DATA-1",), "retains_grad": ("DATA-1",),
+    "version": ("DATA-2",), "grad": ("DATA-5",), "grad_dtype": ("DATA-5",),
+}
+
+
+def _clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
+                          what: str) -> tuple[str, ...]:
     leaf, has_grad, retains, rg, origin, inplace_node, first_version = state
     if what == "grad":
         if leaf:

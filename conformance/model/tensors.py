@@ -82,6 +82,7 @@ class T:
     #                                  (Storage.may_reach): those storages' versions then
     grad_dtype: str | None = ""      # set by set_grad_dtype: a dtype or None; "" unset, which
     #                                  reads the tensor's own dtype (GRAD-7, LEAF-13)
+    data_set: bool = False           # given new contents by `.data =` (DATA-1, set_data)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:

@@ -53,6 +53,21 @@ def wrong_shape(label):
     return hook
 
 
+def wrong_dtype(label):
+    def hook(grad):
+        show(f"  hook {label} got", grad)
+        other = torch.float64 if grad.dtype == torch.float32 else torch.float32
+        return torch.zeros(grad.shape, dtype=other)
+    return hook
+
+
+def non_tensor(label):
+    def hook(grad):
+        show(f"  hook {label} got", grad)
+        return [1.0]
+    return hook
+
+
 def post(label, returns=False):
     def hook(tensor):
         show(f"  post hook {label} saw .grad", tensor.grad)

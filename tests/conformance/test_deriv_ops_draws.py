@@ -56,9 +56,10 @@ def _check_exact_operands(program: Program) -> int:
     """An independent reading of the program, not the generator's model: a name is exact
     when computed from leaves by the table's exact ops, and stays so until a write reaches
     its memory (an in-place op or setitem on any tensor it shares memory with, or may: views,
-    detach, .data and reshape are counted as sharing, both ways). Asserts that every tensor
-    operand of an op whose result jumps is exact; returns how many such ops it checked. A
-    write the program expects to raise (meta["expect"]: a deliberate error) writes nothing."""
+    detach, .data and reshape are counted as sharing, both ways; `.data =` moves a name to its
+    value's memory). Asserts that every tensor operand of an op whose result jumps is exact;
+    returns how many such ops it checked. A write the program expects to raise
+    (meta["expect"]: a deliberate error) writes nothing."""
     raises = program.meta.get("expect", {})
     exact: dict[str, bool] = {}
     group: dict[str, int] = {}          # name -> the memory it shares (an id per leaf/op)
@@ -80,6 +81,10 @@ def _check_exact_operands(program: Program) -> int:
         elif s.op == "multi_view":      # split, chunk, unbind: views, one name per output
             for n in s.params["outs"]:
                 exact[n], group[n] = exact.get(s.target, False), group.get(s.target, -1)
+        elif s.op == "set_data" and path not in raises:
+            # `.data =` (DATA-1, DATA-3): the target now holds the value's memory, the tensors
+            # that shared its old memory keep that
+            exact[s.target], group[s.target] = exact[s.args[0]], group[s.args[0]]
         elif s.op in ("inplace", "setitem") and s.target in group and path not in raises:
             if s.op == "inplace" and ops.ROWS[s.params["fn"]].jumps:
                 assert exact[s.target], s

@@ -107,7 +107,7 @@ def test_every_statement_kind_op_and_observable_appears():
     assert seen["view"] == set(VIEWS)
     assert seen["inplace"] == set(INPLACE) & drawn
     assert seen["observe"] == set(OBSERVABLES)
-    assert seen["hook"] == {"record", "scale", "wrong_shape"}
+    assert seen["hook"] == {"record", "scale", "wrong_shape", "wrong_dtype", "non_tensor"}
     assert seen["mode"] == {"no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "with",
                             "decorator"}
     assert seen["node_hook"] == {(k, b) for k in ("pre", "post")
@@ -165,16 +165,21 @@ def test_the_model_follows_a_backward_into_an_expanded_grad():
     nodes before it have freed what they saved, so the move's results are never used again
     (a later pass through them would raise GRAPH_FREED, which the model would not predict)."""
     seen = 0
-    for seed in range(400):
+    for seed in range(600):
         p = program_for_seed(seed, ALL_CAPABILITIES, 20)
         if "SELF_OVERLAPPING_WRITE" not in p.meta["expect"].values():
             continue
         seen += 1
-        for ev in execute(p, load_engine("torch")).events:
+        # from the move on: what comes before it the model predicts as it does anywhere (a
+        # pass over a freed node after one that fails a version check, say, is predicted
+        # GRAPH_FREED: model/graph.py `predict` ranks the kinds, not the order nodes run in)
+        move = next(i for i, (path, _) in enumerate(p.walk())
+                    if p.meta["expect"].get(path) == "SELF_OVERLAPPING_WRITE")
+        for ev in execute(p, load_engine("torch")).events[move:]:
             got = ev.error if ev.status == "error" else None
             assert ev.status == "skipped" or p.meta["expect"].get(ev.path) == got, \
                 (seed, ev.path, got)
-    assert seen >= 10, seen
+    assert seen >= 10, seen     # 9 in seeds 0-399 at vocabulary 17
 
 
 def test_clause_tags_are_spec_clauses_and_cover_the_spec():

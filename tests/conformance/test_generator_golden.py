@@ -204,6 +204,18 @@ VOCABULARY_15_DIGESTS = {
     ("core", 20, 0, 100):
         "bc70a84ae6513f107dcbf78f30663130eb4d564258a577d61422d56c6be4ef7f",
 }
+# Vocabulary 16 (`gradspec run`'s before vocabulary 17), recorded at 8c1812f before `.data =`
+# was drawn.
+VOCABULARY_16_DIGESTS = {
+    ("all", 20, 0, 150):
+        "74194bd07331a4d4a2f498b894083c44722b22c193f88b8bea2930b3459aa478",
+    ("all", 40, 3000, 50):
+        "154738764ca11438be46b1993c4c9ddc64aa741706247ee03f4ee4c7f70e1414",
+    ("no-grad_fn", 20, 0, 100):
+        "c3851113c77a74f1c19a7cae6774a94673dbd4800718b9748fd54d39019d8840",
+    ("core", 20, 0, 100):
+        "434fda79ae10427a1c81083f1f2b32b3bdeb96c40262233e6023cf22d4c4c312",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -234,7 +246,8 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           7: VOCABULARY_7_DIGESTS, 8: VOCABULARY_8_DIGESTS,
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
-          13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS}
+          13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
+          16: VOCABULARY_16_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
