@@ -13,6 +13,7 @@ in cosmic-ray's session database. Programs-to-first-catch is the position (from 
 first program that caught the mutant.
 
     python benchmarks/bench_mutation.py [--sample N] [--seed S] [--modules refimpl/engine.py ...]
+        [--same-as earlier.json]
         [--rev COMMIT] [--json out.json] [--resume out.json] [--list]
 
 Needs the `mutation` extra (`pip install -e '.[mutation]'`). Times are printed, never asserted.
@@ -39,8 +40,11 @@ from mutation_verdicts import (  # noqa: E402  (beside this script, which is no 
     Outcome,
     UsageError,
     annotate,
+    carry,
+    carry_annotations,
     classify,
     first_catch,
+    line_map,
     load_annotations,
     mutant_key,
     resumable,
@@ -241,6 +245,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sample", type=_positive, default=None, metavar="N",
                     help="judge N mutants drawn by --seed (default: all)")
     ap.add_argument("--seed", type=_whole, default=0, help="sample seed (default 0)")
+    ap.add_argument("--same-as", type=Path, default=None, metavar="FILE",
+                    help="judge the mutants an earlier --json file judged, carried to this "
+                    "source line by line (a line that changed loses its mutants, which are "
+                    "listed); instead of --sample")
     ap.add_argument("--count", type=_positive, default=DEFAULT_COUNT,
                     help=f"programs per gradspec run (default {DEFAULT_COUNT}, its default)")
     ap.add_argument("--run-seed", type=_whole, default=0, help="gradspec run's --seed (default 0)")
@@ -291,7 +299,12 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
         raise UsageError(f"--modules {missing[0]}: not in {args.rev or 'the working tree'}")
     db_path = workdir / "session.sqlite"
     mutants = enumerate_mutants(snap, modules, db_path)
-    chosen = sample_mutants(mutants, args.sample, args.seed)
+    same_as: dict = {}
+    if args.same_as is not None:
+        chosen, same_as, annotations = same_mutants(args.same_as, snap, modules, mutants,
+                                                    workdir, annotations)
+    else:
+        chosen = sample_mutants(mutants, args.sample, args.seed)
     if args.list:
         for m in chosen:
             print(f"{m.key}  line {m.line}")
@@ -303,6 +316,11 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
             "mutants_in_modules": len(mutants), "sample": args.sample, "sample_seed": args.seed,
             "gradspec_run": f"--engine refimpl --seed {args.run_seed} --count {args.count} "
                             "-n 1 --quiet --no-shrink --exitfirst"}
+    if same_as:
+        meta["same_as"] = same_as
+        print(f"bench_mutation: {len(chosen)} of the {same_as['of']} mutants of "
+              f"{args.same_as} carried to this source; lost (their line changed): "
+              f"{', '.join(same_as['lost']) or 'none'}", file=sys.stderr)
     earlier = resumable(_read_json(args.resume, "--resume"), meta) if args.resume else {}
     meta["refimpl_imported_from"] = check_imports(snap, workdir)
     code, _, seconds, _ = run_gradspec(snap, workdir, args)
@@ -327,6 +345,32 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
     write_result(args.json, meta, outcomes, done=True)
     print_summary(meta, outcomes)
     return 0
+
+
+def same_mutants(path: Path, snap: Path, modules: list[str], mutants: list[Mutant],
+                 workdir: Path, annotations: dict) -> tuple[list[Mutant], dict, dict]:
+    """The mutants of this source that are the ones the earlier result file `path` judged (its
+    source commit enumerated again and mapped line by line: mutation_verdicts.carry), what
+    to record of them, and the annotations (which name the earlier source's mutants) carried
+    to them as well."""
+    data = _read_json(path, "--same-as")
+    source, results = data.get("source"), data.get("results")
+    if not (isinstance(source, str) and len(source) == 40 and isinstance(results, list)):
+        raise UsageError(f"--same-as {path}: needs the source commit and results of a run "
+                         "of this script")
+    keys = [r.get("key") for r in results if isinstance(r, dict)]
+    (workdir / "earlier").mkdir()
+    old_snap = make_copy(workdir / "earlier", source)
+    old = enumerate_mutants(old_snap, modules, workdir / "earlier.sqlite")
+    unknown = sorted(set(keys) - {m.key for m in old})
+    if unknown:
+        raise UsageError(f"--same-as {path}: {unknown[0]} is no mutant of {source[:12]} in "
+                         f"{', '.join(modules)}")
+    maps = {m: line_map((old_snap / m).read_text(encoding="utf-8"),
+                        (snap / m).read_text(encoding="utf-8")) for m in modules}
+    pairs, lost = carry(keys, old, mutants, maps)
+    return [n for _, n in pairs], {"file": str(path), "source": source, "of": len(keys),
+                                   "lost": lost}, carry_annotations(annotations, pairs)
 
 
 def _read_json(path: Path, flag: str) -> dict:
@@ -364,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:           # argparse: --help, or one line for bad usage
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
+        if args.same_as is not None and args.sample is not None:
+            raise UsageError("--same-as judges the mutants of an earlier run: give no --sample")
         modules = check_modules(args.modules)
         annotations = load_annotations(args.annotations)
         if args.json is not None and not args.json.parent.is_dir():

@@ -11,6 +11,7 @@ inspection leaves the kill rate's denominator.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import random
 from dataclasses import dataclass
@@ -64,6 +65,51 @@ def sample_mutants(mutants: list[Mutant], n: int | None, seed: int) -> list[Muta
     if n is None or n >= len(ordered):
         return ordered
     return sorted(random.Random(seed).sample(ordered, n), key=lambda m: m.key)
+
+
+def line_map(old: str, new: str) -> dict[int, int]:
+    """Line numbers (from 1) of `old` -> those of the same line in `new`, for the lines
+    difflib finds unchanged; a changed or removed line has none."""
+    a, b = old.split("\n"), new.split("\n")
+    out: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        for i in range(block.size):
+            out[block.a + i + 1] = block.b + i + 1
+    return out
+
+
+def carry(keys: list[str], old: list[Mutant], new: list[Mutant],
+          maps: dict[str, dict[int, int]]) -> tuple[list[tuple[Mutant, Mutant]], list[str]]:
+    """(old, new) pairs: the mutants of `new` that are the mutants `keys` of `old` (the same
+    operator at the same place of a line that did not change: `maps`, per module, from
+    line_map), in the new keys' order; and the keys whose line changed, which have none."""
+    def place(ms: list[Mutant], m: Mutant) -> int:     # its rank among its line's same kind
+        return sorted(o.occurrence for o in ms if (o.module, o.operator, o.line) ==
+                      (m.module, m.operator, m.line)).index(m.occurrence)
+    by_key = {m.key: m for m in old}
+    carried, lost = [], []
+    for key in keys:
+        m = by_key[key]
+        line = maps.get(m.module, {}).get(m.line)
+        same = sorted((n for n in new if (n.module, n.operator, n.line) ==
+                       (m.module, m.operator, line)), key=lambda n: n.occurrence)
+        rank = place(old, m)
+        if line is None or rank >= len(same):
+            lost.append(key)
+        else:
+            carried.append((m, same[rank]))
+    return sorted(carried, key=lambda pair: pair[1].key), lost
+
+
+def carry_annotations(annotations: dict, pairs: list[tuple[Mutant, Mutant]]) -> dict:
+    """The annotations of the old mutants of `pairs` (at their old lines), under the keys and
+    lines of the new ones: an explanation follows its mutant to where the line moved."""
+    out = {}
+    for m, n in pairs:
+        note = annotations.get(m.key)
+        if note is not None and note["line"] == m.line:
+            out[n.key] = {**note, "line": n.line}
+    return out
 
 
 def first_catch(report: dict) -> int | None:

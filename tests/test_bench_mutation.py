@@ -102,6 +102,33 @@ def test_first_catch_is_the_earliest_engine_failure_counted_from_one():
     assert verdicts.first_catch(report(divergences=[HARNESS])) is None
 
 
+def test_line_map_follows_unchanged_lines_past_an_insertion():
+    old = "a\nb\nc\nd"
+    new = "a\nx\ny\nb\nc2\nd"
+    assert verdicts.line_map(old, new) == {1: 1, 2: 4, 4: 6}     # c changed: no line
+
+
+def test_carry_finds_each_mutant_at_its_moved_line_by_its_place_on_the_line():
+    f, op = "refimpl/grad_mode.py", "core/AddNot"
+    old = [mutant(f, op, 0, line=10), mutant(f, op, 1, line=20), mutant(f, op, 2, line=20),
+           mutant(f, "core/NumberReplacer", 0, line=30)]
+    # two new mutants of the operator on new lines before; lines 20 and 30 moved to 25, 35;
+    # the old line 10 changed
+    new = [mutant(f, op, 0, line=3), mutant(f, op, 1, line=4), mutant(f, op, 2, line=25),
+           mutant(f, op, 3, line=25), mutant(f, "core/NumberReplacer", 0, line=35)]
+    maps = {f: {20: 25, 30: 35}}
+    pairs, lost = verdicts.carry([m.key for m in old], old, new, maps)
+    assert [(m.key, n.key) for m, n in pairs] == [
+        (f"{f}:core/AddNot#1", f"{f}:core/AddNot#2"),
+        (f"{f}:core/AddNot#2", f"{f}:core/AddNot#3"),
+        (f"{f}:core/NumberReplacer#0", f"{f}:core/NumberReplacer#0")]
+    assert lost == [f"{f}:core/AddNot#0"]
+    notes = {f"{f}:core/AddNot#2": {"line": 20, "verdict": "equivalent", "why": "same"},
+             f"{f}:core/NumberReplacer#0": {"line": 29, "verdict": "gap", "why": "stale"}}
+    assert verdicts.carry_annotations(notes, pairs) == {
+        f"{f}:core/AddNot#3": {"line": 25, "verdict": "equivalent", "why": "same"}}
+
+
 NOTES = {"refimpl/engine.py:core/AddNot#3": {"line": 40, "verdict": "equivalent", "why": "same"},
          "refimpl/engine.py:core/AddNot#4": {"line": 41, "verdict": "gap", "why": "unreached"}}
 
@@ -159,6 +186,7 @@ def test_a_malformed_annotations_file_is_bad_input(tmp_path, text):
     (["--modules", "refimpl/nosuch.py"], "not a Python file"),
     (["--modules", "refimpl/node.py", "refimpl/node.py"], "named twice"),
     (["--json", "/nonexistent-folder/x.json"], "no folder"),
+    (["--same-as", "earlier.json", "--sample", "5"], "give no --sample"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert bench.main(argv) == 2
