@@ -29,7 +29,7 @@ from typing import Any
 PER_CLAUSE = 20
 DEFAULT_COUNT = 300
 # programs read past the campaign's own, at most, looking for the rare clauses (reading one
-# is generating it, about a millisecond; the default campaign needs 300 to 400)
+# is generating it, about a millisecond; the default campaign of vocabulary 18 adds 252)
 SCAN = 1500
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -71,7 +72,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
     "custom_function": (),          # no statement: probed through the engine's module (probes.py)
     "data_assign": ("set_data",),   # set_() has no statement: probed (judge/probes.py)
-    "saved_tensors_hooks": (),      # no statement: probed through the engine's module (probes.py)
+    "saved_tensors_hooks": ("saved_tensors_hooks", "save_on_cpu", "clone"),
     "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
     "narrow_select": (),            # view rows of the op table (views' own method)
     "multi_views": ("view_many",),
@@ -233,6 +234,20 @@ class Engine(ABC):
         """torch.is_grad_enabled() (MODE-6)."""
         raise NotImplementedError
 
+    # ---- saved-tensor hooks (capability saved_tensors_hooks; spec/saved.md) ----------------
+    def saved_tensors_hooks(self, pack: Callable[[Tensor], Any],
+                            unpack: Callable[[Any], Any]) -> AbstractContextManager[Any]:
+        """torch.autograd.graph.saved_tensors_hooks(pack, unpack): a context manager."""
+        raise NotImplementedError
+
+    def clone(self, t: Tensor) -> Tensor:
+        """`t.detach().clone()`: what a pack hook that copies returns."""
+        raise NotImplementedError
+
+    def save_on_cpu(self) -> AbstractContextManager[Any]:
+        """torch.autograd.graph.save_on_cpu() with its defaults (SAVED-9)."""
+        raise NotImplementedError
+
     # ---- backward -------------------------------------------------------------------------
     # With the capability create_graph each of the three also takes the keyword
     # create_graph=True (passed only when a statement sets it: DOUBLE-1); an engine without it
@@ -318,8 +333,8 @@ class Engine(ABC):
 
     def wrong_shape(self, g: Tensor) -> Tensor:
         """A tensor whose shape differs from g's, used by 'wrong_shape' hooks."""
-        return self.leaf([0.0] * (_numel(self.shape(g)) + 1),
-                         [_numel(self.shape(g)) + 1], self.dtype(g), False)
+        n = _numel(self.shape(g)) + 1
+        return self.leaf([0.0] * n, [n], self.dtype(g), False)
 
     def wrong_dtype(self, g: Tensor) -> Tensor:
         """Zeros of g's shape in the other float dtype, used by 'wrong_dtype' hooks."""
@@ -366,8 +381,7 @@ class Engine(ABC):
         return classify(message, category)
 
     def render_prelude(self) -> str | None:
-        """Python lines that bind `torch` to this engine for a standalone repro script, or None
-        if the engine has no torch-shaped module (then the repro is `gradspec replay`)."""
+        """Lines binding `torch` to this engine in a repro script; None: `gradspec replay`."""
         return None
 
 
@@ -383,7 +397,4 @@ def grad_mode(engine: Engine) -> bool | None:
 
 
 def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    return math.prod(shape)

@@ -127,6 +127,16 @@ class TorchLike(Engine):
     def is_grad_enabled(self):
         return self.torch.is_grad_enabled()
 
+    # ---- saved-tensor hooks ----------------------------------------------------------------
+    def saved_tensors_hooks(self, pack, unpack):
+        return self.torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+    def clone(self, t):
+        return t.detach().clone()
+
+    def save_on_cpu(self):
+        return self.torch.autograd.graph.save_on_cpu()
+
     # ---- backward -------------------------------------------------------------------------
     def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         t.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph,

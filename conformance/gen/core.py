@@ -249,10 +249,11 @@ class Gen(BackwardPasses):
         return lambda u: u.storage is not t.storage and u.memory() is not t.memory()
 
     def apply_inplace(self, t: T, args: list[T], saved_out: bool,
-                      setitem: bool = False, holds: bool = False) -> list[str]:
+                      setitem: bool = False, holds: bool = False,
+                      saved_args: list[T] | tuple[()] = ()) -> list[str]:
         """Update the model for an in-place op on t; return the clauses it exercises."""
         return model.apply_inplace(self.tensors.values(), self.grad_enabled, t, args,
-                                   saved_out, setitem, holds)
+                                   saved_out, setitem, holds, saved_args)
 
     def draw_setter(self) -> bool:
         """Whether a requires_grad statement uses the attribute setter `t.requires_grad = v`

@@ -3,10 +3,11 @@
 About one step in twenty (WEIGHT in the statement draw, order.py) is a deliberate error: a
 recipe that provokes one error kind of spec/errors.md. Every kind a program can express has a
 move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py
-(inference mode), errors_overlap.py (memory shared within a write) or errors_data.py
-(`.data =`); INEXPRESSIBLE says why any other cannot. The draw among the moves is in
-ERROR_ORDER, never in declaration order, and ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and
-NATURAL_ERROR_CAPS are derived from the declarations.
+(inference mode), errors_overlap.py (memory shared within a write), errors_data.py
+(`.data =`) or errors_saved.py (saved-tensor hooks); INEXPRESSIBLE says why any other
+cannot. The draw among the moves is in ERROR_ORDER, never in declaration order, and
+ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and NATURAL_ERROR_CAPS are derived from the
+declarations.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from . import (
     errors_data,  # noqa: F401  (declares the moves of `.data =`)
     errors_inference,  # noqa: F401  (declares the moves of inference mode)
     errors_overlap,  # noqa: F401  (declares the moves of overlapping memory)
+    errors_saved,  # noqa: F401  (declares the move of saved-tensor hooks)
 )
 from .error_move import DECLARED, ErrorMove, error_move
 
@@ -47,7 +49,7 @@ ERROR_ORDER = (
     "HOOK_RETURNED_NON_TUPLE", "PARTIAL_OVERLAP", "INFERENCE_VERSION", "INFERENCE_INPLACE",
     "INFERENCE_SAVED", "INFERENCE_REQUIRES_GRAD", "INFERENCE_VIEW_INPLACE",
     "NO_GRAD_VIEW_BASE_INPLACE", "SELF_OVERLAPPING_WRITE", "DATA_REQUIRES_GRAD_DTYPE",
-    "DATA_NOT_TENSOR", "HOOK_CHANGED_TYPE", "HOOK_RETURNED_NON_TENSOR",
+    "DATA_NOT_TENSOR", "HOOK_CHANGED_TYPE", "HOOK_RETURNED_NON_TENSOR", "UNPACK_NOT_TENSOR",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
@@ -61,9 +63,8 @@ INEXPRESSIBLE: dict[str, str] = {
                      "LEGACY_FUNCTION"), "no statement defines a torch.autograd.Function"),
     # spec/data.md: no statement calls set_() (NOT_GENERATED)
     **dict.fromkeys(("SET_DTYPE", "SET_BACKWARD"), "no statement calls set_()"),
-    # spec/saved.md: no statement registers saved-tensor hooks (NOT_GENERATED)
-    **dict.fromkeys(("UNPACK_NOT_TENSOR", "PACK_HOOK_INPLACE"),
-                    "no statement registers saved-tensor hooks"),
+    "PACK_HOOK_INPLACE": "a pack hook that writes its input leaves values the spec does not "
+                         "fix (UNSPEC-13)",
     # spec/view.md: no statement draws detach_() (NOT_GENERATED)
     "DETACH_VIEW_INPLACE": "no statement draws detach_()",
 }

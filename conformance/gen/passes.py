@@ -73,6 +73,8 @@ class BackwardPasses:
             cl.append(errors.ERROR_CLAUSE[kind])
         if create_graph and predicted is None and kind is None:
             cl += ["DOUBLE-1", "DOUBLE-3"] + (["DOUBLE-7"] if any(n.hooks for n in nodes) else [])
+            if any(n.packed for n in nodes):
+                cl.append("SAVED-12")       # the gradient recorded from unpacked values
         self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
                   kind or predicted)
         if predicted is None and kind is None:

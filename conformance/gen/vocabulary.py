@@ -62,7 +62,12 @@ from __future__ import annotations
 # and DATA_NOT_TENSOR (gen/errors_data.py); grad-mode decorators on generator functions
 # (kinds/modes.py, MODE-12), which refimpl ran outside the mode until then; and tensor hooks
 # returning what HOOK-5 refuses: the other float dtype, or a list (gen/errors_backward.py).
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+# Vocabulary 18 draws saved-tensor hooks where the engine declares saved_tensors_hooks (the
+# block kind saved_hooks, kinds/saved.py: SAVED-1, -2, -5, -6, -7, -9, -12): forward statements
+# whose nodes pack what they save through hooks that keep the tensor, a copy or a key, or
+# through save_on_cpu, and the passes after them; and the error move UNPACK_NOT_TENSOR (SAVED-3,
+# gen/errors_saved.py).
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -105,8 +110,11 @@ NOT_GENERATED: dict[str, str] = {
     "DATA-3": "set_data is drawn only on a tensor no view, detach() or .data of it shares "
               "memory with (kinds/contents.py)",
     **{f"DATA-{n}": "no statement calls set_()" for n in (7, 8)},
-    # spec/saved.md
-    **{f"SAVED-{n}": "no statement registers saved-tensor hooks" for n in range(1, 13)},
+    # spec/saved.md: vocabulary 18 draws a saved_hooks block of forward statements alone
+    "SAVED-4": "no saved_hooks block is drawn inside another",
+    "SAVED-8": "no pack hook writes its input (what it leaves is UNSPEC-13)",
+    "SAVED-10": "no statement enters disable_saved_tensors_hooks",
+    "SAVED-11": "no statement defines a torch.autograd.Function",
     # spec/view.md
     "VIEW-1": "no observable reads ._base yet",
     "VIEW-2": "a write through a view of a view is tagged INPLACE-8 (model/inplace.py)",

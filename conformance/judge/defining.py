@@ -23,7 +23,7 @@ ALLOWS: dict[str, tuple[str, ...]] = {
     "VIEW_OF_LEAF_INPLACE": ("INPLACE-4", "INPLACE-5", "INPLACE-6", "INPLACE-14", "INPLACE-8",
                              "INPLACE-9"),
     "NO_GRAD_VIEW_INPLACE": ("INPLACE-4",),
-    "VERSION_MISMATCH": ("VER-8", "VER-11", "VER-12", "VER-13", "VER-6", "INPLACE-5",
+    "VERSION_MISMATCH": ("SAVED-6", "VER-8", "VER-11", "VER-12", "VER-13", "VER-6", "INPLACE-5",
                          "INPLACE-12", "VER-14"),
     "GRAPH_FREED": ("FREE-2", "FREE-3", "FREE-6", "FREE-7", "API-5"),
     "NO_GRAD_FN": ("API-5", "MODE-2", "GRAPH-1"),
@@ -44,13 +44,15 @@ ALLOWS: dict[str, tuple[str, ...]] = {
 # is). Forms: None, True, False, number, name, tensor (verdict.py, `form`); "<observable>.dtype"
 # is the dtype of what it shows. The DATA clauses come just before the general rules: an
 # observation after `.data =` carries one (model/clauses.py), and one more specific to what
-# differs wins over it. MODE-12 comes first: only a statement inside a decorated generator's
-# body has it near, and whether that body ran in the mode is what decides the rest.
+# differs wins over it. SAVED-6 comes first for gradients: a pass that computed with a packed
+# value written after the pack is where they come from. MODE-12 comes first: only a statement
+# inside a decorated generator's body has it near, and whether that body ran in the mode is
+# what decides the rest.
 DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
     ("grad", "None"): ("RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8", "LEAF-16",
                        "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
-    "grad": ("DOUBLE-2", "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8", "LEAF-9",
-             "DATA-5", "LEAF-5"),
+    "grad": ("SAVED-6", "DOUBLE-2", "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8",
+             "LEAF-9", "DATA-5", "LEAF-5"),
     "grad.dtype": ("RETAIN-1", "DATA-5", "LEAF-9"),
     "retains_grad": ("RETAIN-3", "RETAIN-2", "RETAIN-1"),
     ("is_leaf", "True"): ("MODE-12", "DOUBLE-1", "LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "DATA-1",
@@ -73,7 +75,7 @@ DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
     "version": ("VER-6", "VER-5", "VER-4", "DATA-2", "VER-2", "VER-1", "VER-3"),
     "value": ("INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
               "DATA-1", None),
-    "results": ("DOUBLE-1", "API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
+    "results": ("SAVED-6", "DOUBLE-1", "API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
     # is_grad_enabled inside a grad-mode block (by what the oracle says), and outside (after
     # one: MODE-4)
     ("grad_enabled", "inside, False"): ("MODE-12", "MODE-1", "MODE-3", "MODE-5", "MODE-6"),
@@ -96,6 +98,7 @@ HOOK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
     ("node_hook", ""): ("HOOK-15",),
     ("multi_grad_hook", "all"): ("HOOK-19",),
     ("multi_grad_hook", "any"): ("HOOK-20",),
+    ("saved_hooks", ""): ("SAVED-7", "SAVED-2", "SAVED-5", "SAVED-1"),
 }
 
 # What a divergence shows that is a class of its own whatever its primary clause (spec/README.md,

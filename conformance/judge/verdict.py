@@ -100,11 +100,13 @@ class _Program:
         generation: dict[str, int] = {}         # name -> how often it was bound
         for i, (_, s) in enumerate(self.flat):
             kind = KINDS.get(s.op)
-            if kind is not None and kind.binds_handle:
-                label = s.params.get("label") or s.out
+            if kind is None:
+                pass
+            elif kind.hook_labels(s):
                 key = (s.target, generation.get(s.target or "", 0))
-                self.hooks.setdefault(str(label), (s.op, key, s.out, i))
-            elif kind is not None and kind.takes_handle and s.target:
+                for label in kind.hook_labels(s):
+                    self.hooks.setdefault(label, (s.op, key, s.out, i))
+            elif kind.takes_handle and s.target:
                 self.removed.setdefault(s.target, i)
             for n in names(s)[1]:
                 generation[n] = generation.get(n, 0) + 1

@@ -2,7 +2,19 @@
 families are imported in a fixed order and the registry is checked against ORDER."""
 from __future__ import annotations
 
-from . import aliases, backward, contents, flags, hooks, inplace, modes, multi, observe, tensors  # noqa: F401
+from . import (  # noqa: F401  (each family registers its kinds)
+    aliases,
+    backward,
+    contents,
+    flags,
+    hooks,
+    inplace,
+    modes,
+    multi,
+    observe,
+    saved,
+    tensors,
+)
 from .registry import KINDS, ORDER, Kind, kind, of
 
 if tuple(KINDS) != tuple(sorted(KINDS, key=ORDER.index)) or set(KINDS) != set(ORDER):

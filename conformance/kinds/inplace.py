@@ -54,7 +54,9 @@ class Inplace(Kind):
                     return False
         args, kw, tensors = self._draw_operands(g, t, fn)
         cl = g.apply_inplace(t, tensors, fn in ops.INPLACE_SAVES_OUTPUT,
-                             holds=fn in ops.INPLACE_HOLDS) + list(ops.ROWS[fn].clauses)
+                             holds=fn in ops.INPLACE_HOLDS,
+                             saved_args=_saved_operands(g, t, fn, tensors)
+                             ) + list(ops.ROWS[fn].clauses)
         if fn in ops.AUGMENTED:
             cl.append("INPLACE-13")
         g.emit(Stmt("inplace", target=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
@@ -127,3 +129,15 @@ class Setitem(Kind):
         g.emit(Stmt("setitem", target=t.name, args=[value.name if tensors else value],
                     params={"index": index}),
                ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+
+
+def _saved_operands(g, t, fn, tensors):
+    """The tensor operands the node of t.fn(b) saves, as `Call._binary` has them for fn(t, b):
+    b when t requires grad (mul, div) or b does (div); t's own old value is saved as a copy.
+    Modelled from vocabulary 18 on (the draws of older ones stay as they were): before it,
+    `.data =` could be drawn on such an operand, whose pass torch then computes with the new
+    contents (UNSPEC-12)."""
+    of = ops.ROWS[fn].of
+    if g.vocabulary < 18 or of is None or ops.ROWS[of].saves != "other":
+        return ()
+    return [b for b in tensors if t.rg or (of == "div" and b.rg)]

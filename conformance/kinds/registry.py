@@ -18,8 +18,8 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   same_object, unversioned, observed, grad_hook, hook_order_open,
-                   recorded_gradients
+                   same_object, unversioned, observed, grad_hook, hook_labels,
+                   hook_order_open, recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -39,7 +39,7 @@ ORDER: tuple[str, ...] = (
     "leaf", "call", "view", "getitem", "inplace", "setitem", "detach", "data",
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
-    "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data",
+    "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
 )
 
 
@@ -122,6 +122,13 @@ class Kind:
     def grad_hook(self, s: Any) -> str | None:
         """The label of the hook calls it registers that show its target's .grad, if any."""
         return None
+
+    def hook_labels(self, s: Any) -> list[str]:
+        """The labels the hooks it registers log their calls under (the verdict finds the
+        statement that registered a hook by them): a handle's label, or its name."""
+        if not self.binds_handle:
+            return []
+        return [str(s.params.get("label") or s.out)]
 
     def hook_variant(self, s: Any) -> str:
         """Which of its kind's rows of judge/defining.py HOOK_CALLS defines the calls of the

@@ -9,7 +9,21 @@ from .tensors import Node, T
 
 # Clauses a backward pass that raises the error kind exercises.
 _ERROR_PASS_CLAUSES = {"GRAPH_FREED": ["FREE-1"], "HOOK_CHANGED_SIZE": ["HOOK-5"],
-                       "LEAF_MOVED_INTO_GRAPH": ["INPLACE-15"]}
+                       "LEAF_MOVED_INTO_GRAPH": ["INPLACE-15"], "UNPACK_NOT_TENSOR": ["SAVED-3"]}
+
+
+def _packed_clauses(nodes: list[Node], kind: str | None) -> list[str]:
+    """A pass over nodes recorded under saved-tensor hooks (kinds/saved.py): it unpacks what
+    they packed (SAVED-2) and checks no version of it (SAVED-6), or finds them freed (SAVED-7)."""
+    packed = [n for n in nodes if n.packed]
+    if not packed:
+        return []
+    cl = ["SAVED-2"]
+    if any(st.version != v for n in packed for st, v in n.saved):
+        cl.append("SAVED-6")
+    if kind == "GRAPH_FREED" and any(n.freed for n in packed):
+        cl.append("SAVED-7")
+    return cl
 
 
 def _hook_clauses(nodes: list[Node], live: list[T], ids: set[int],
@@ -74,7 +88,7 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     elif inplace:
         cl.append("VER-8")
     cl += _ERROR_PASS_CLAUSES.get(kind or "", [])
-    return cl
+    return cl + _packed_clauses(nodes, kind)
 
 
 def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool, bool]:

@@ -89,14 +89,17 @@ def predict(nodes: list[Node], accumulates: bool = True,
     """The error a pass over `nodes` raises; autograd.grad runs no accumulator
     (accumulates=False), so a moved leaf does not stop it, and not the nodes in `unrun`
     (`captured`), whose saved values are not checked. The kinds are checked in this order:
-    GRAPH_FREED, VERSION_MISMATCH, HOOK_CHANGED_SIZE, LEAF_MOVED_INTO_GRAPH,
-    POST_HOOK_RETURNED_VALUE."""
-    version = shape = moved = returning = False
+    GRAPH_FREED, UNPACK_NOT_TENSOR, VERSION_MISMATCH, HOOK_CHANGED_SIZE,
+    LEAF_MOVED_INTO_GRAPH, POST_HOOK_RETURNED_VALUE. A packed value is not version-checked
+    (SAVED-6), and an unpack hook that returns no tensor raises (SAVED-3)."""
+    version = shape = moved = returning = unpack = False
     for n in nodes:
         if id(n) in unrun:
             pass
         elif n.freed and (n.saved or n.holds):
             return "GRAPH_FREED"
+        elif n.packed:
+            unpack = unpack or (n.packed == "non_tensor" and bool(n.saved))
         elif n.saved and not version:
             for st, v in n.saved:
                 if st.version != v:
@@ -108,6 +111,8 @@ def predict(nodes: list[Node], accumulates: bool = True,
             moved = True
         if n.returning:
             returning = True
+    if unpack:
+        return "UNPACK_NOT_TENSOR"
     if version:
         return "VERSION_MISMATCH"
     if shape:

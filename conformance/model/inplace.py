@@ -72,10 +72,13 @@ def hide_refused_views(tensors: Iterable[T], storage: Storage) -> None:
 
 
 def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
-                  saved_out: bool, setitem: bool = False, holds: bool = False) -> list[str]:
+                  saved_out: bool, setitem: bool = False, holds: bool = False,
+                  saved_args: Iterable[T] = ()) -> list[str]:
     """Update the model for an in-place op on t with tensor operands `args` (`tensors` are
-    all the program's tensors); return the clauses it exercises."""
+    all the program's tensors); `saved_args` are the operands its node saves as they are
+    before the write (VER-11); return the clauses it exercises."""
     was_rg = t.rg
+    saved = [(a.storage, a.storage.version) for a in saved_args]
     cl = _write_clauses(t)
     t.storage.version += 1
     t.wrote()
@@ -86,7 +89,7 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     if grad_enabled and (t.rg or args_rg):
         parents = ([t.node] if t.rg and t.node else []) + [a.node for a in args
                                                            if a.rg and a.node]
-        n = Node(parents=parents, inplace=True, holds=holds)
+        n = Node(parents=parents, inplace=True, holds=holds, saved=saved)
         if saved_out:
             n.saved.append((t.storage, t.storage.version))
         _rebase(t, n, setitem)

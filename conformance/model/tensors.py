@@ -36,6 +36,8 @@ class Node:
     post_hooks: list[str] = field(default_factory=list)
     returning: list[str] = field(default_factory=list)       # post hooks that return a value
     node_hooks: int = 0              # hooks on the grad_fn itself (HOOK-15)
+    packed: str = ""                 # recorded under saved-tensor hooks: their unpack
+    #                                  behaviour (kinds/saved.py); not version-checked: SAVED-6
     frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
     moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
     reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept

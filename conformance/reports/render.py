@@ -91,6 +91,30 @@ def node_hook(label, factor=None, returns=None):
     return hook
 
 
+def saved_hooks(label, keeps, unpacks="return"):
+    """For torch.autograd.graph.saved_tensors_hooks: a pack hook that logs each call and returns
+    the tensor (keeps="keep"), a detached copy ("copy") or its index in a list ("key"), and an
+    unpack hook that logs each call and returns what pack kept, or with unpacks="non_tensor" a
+    list (an error, SAVED-3)."""
+    store = []
+
+    def pack(t):
+        show(f"  hook {label}.pack got", None)
+        if keeps == "copy":
+            return t.detach().clone()
+        if keeps == "key":
+            store.append(t)
+            return len(store) - 1
+        return t
+
+    def unpack(packed):
+        show(f"  hook {label}.unpack got", None)
+        if unpacks == "non_tensor":
+            return [1.0]
+        return store[packed] if keeps == "key" else packed
+    return pack, unpack
+
+
 def multi(label, mode):
     """For torch.autograd.graph.register_multi_grad_hook: logs each gradient it gets (mode
     "all": one per tensor, None where there is none; "any": the one it gets); returns None."""

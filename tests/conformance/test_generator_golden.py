@@ -216,6 +216,18 @@ VOCABULARY_16_DIGESTS = {
     ("core", 20, 0, 100):
         "434fda79ae10427a1c81083f1f2b32b3bdeb96c40262233e6023cf22d4c4c312",
 }
+# Vocabulary 17 (`gradspec run`'s before vocabulary 18), recorded at f6d0c16 before
+# saved-tensor hooks were drawn.
+VOCABULARY_17_DIGESTS = {
+    ("all", 20, 0, 150):
+        "6ace0334b31b9e327e711ac6c2f7758ed5e58581d496d769ab2bbb34425881c5",
+    ("all", 40, 3000, 50):
+        "ceb2f6e884a4147ea5c60590b7bd40e18afd6051ac9096687ba1e6aa1c7fccb1",
+    ("no-grad_fn", 20, 0, 100):
+        "3fb2d593298bf71e93eca474cdf9a9a4fa9ce5b49851bccf40184a30a4a59787",
+    ("core", 20, 0, 100):
+        "ed3ca5e7e3b9caa3b9be0efe0ee4d1595415dae1ae48356081e854ebc66b91c9",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -247,7 +259,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
           13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
-          16: VOCABULARY_16_DIGESTS}
+          16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

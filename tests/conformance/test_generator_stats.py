@@ -62,7 +62,9 @@ def test_every_clause_a_program_can_exercise_is_in_at_least_20_programs(programs
     assert PER_CLAUSE == 20 and len(counts) > 100
     low = {c: n for c, n in counts.items() if n < PER_CLAUSE}
     assert not low, f"clauses in fewer than {PER_CLAUSE} programs of {len(progs)}: {low}"
-    assert COUNT < len(progs) <= COUNT + 200, len(progs)
+    # vocabulary 18 adds 252 (231 for the clauses older vocabularies had: its saved-tensor
+    # blocks take statements from the others in a program of 20); vocabulary 17 added 200 at most
+    assert COUNT < len(progs) <= COUNT + 300, len(progs)
 
 
 def test_the_clauses_counted_are_those_with_a_generator_recipe():
