@@ -81,6 +81,12 @@ _MULTI = ("is the output of a function that returns multiple views. Such functio
           "an out-of-place one.")
 
 
+def saved_detached_inplace():  # VER-16
+    return RuntimeError(
+        "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+        "This is not supported, please use out-of-place `.detach()` instead")
+
+
 def detach_view_inplace():  # VIEW-8
     return RuntimeError(
         "Can't detach views in-place. Use detach() instead. If you are using "

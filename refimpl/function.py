@@ -107,9 +107,16 @@ class Function:
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
             node.save(*(None if t is None else saved_hooks.hook(  # names the node (VER-7)
-                        SavedValue(t, t._vc, node._name if t._grad_fn is node else t, None,
-                                   t._dtype), t, tensors=True) for t in ctx._to_save))
+                        _saved(t, node), t, tensors=True) for t in ctx._to_save))
         return outs if isinstance(result, tuple) else outs[0]
+
+
+def _saved(t, node):
+    """A tensor ctx.save_for_backward kept: read as saved even after a detach_() of it, which
+    a built-in op's node refuses (VER-16)."""
+    value = SavedValue(t, t._vc, node._name if t._grad_fn is node else t, None, t._dtype)
+    value.nonleaf = False
+    return value
 
 
 def _node(cls, ctx, args, outs):

@@ -1,4 +1,4 @@
-"""Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-15,
+"""Backward graph nodes (GRAPH-3, GRAPH-4, GRAPH-5, HOOK-15), saved values (VER-7..VER-16,
 FREE-1..FREE-7) and AccumulateGrad (LEAF-5, LEAF-7, LEAF-12, LEAF-16, HOOK-8, HOOK-13, DOUBLE-3,
 GRAD-1, GRAD-2, GRAD-4).
 
@@ -40,16 +40,21 @@ class SavedValue:
     tensor's creator in the error message: the node itself for a saved output, the input tensor
     (whose grad_fn is read when the error is raised, as torch does) for a saved input.
     """
-    __slots__ = ("array", "vc", "version", "origin", "idx", "dtype", "edge")
+    __slots__ = ("array", "vc", "version", "origin", "idx", "dtype", "edge", "nonleaf")
 
     def __init__(self, array, vc, origin, idx, dtype):
         self.array, self.vc, self.origin, self.idx, self.dtype = array, vc, origin, idx, dtype
         self.version = vc[0] if vc is not None else 0
+        # a saved input that had a history: detach_() may clear it since (VER-16)
+        self.nonleaf = origin is not None and not isinstance(origin, str) and \
+            origin.grad_fn is not None
         # a result saved by an in-place op through a view: the view's grad_fn after the write,
         # where its graph leads under create_graph (the saving node is CopySlices' inner one)
         self.edge = None
 
     def unpack(self):
+        if self.nonleaf and self.origin.grad_fn is None:
+            raise errors.saved_detached_inplace()  # VER-16, before VER-7's check
         vc = self.vc
         if vc is not None and vc[0] != self.version:  # VER-7
             desc = f"{self.dtype.legacy} {list(self.array.shape)}"

@@ -65,8 +65,9 @@ INEXPRESSIBLE: dict[str, str] = {
     **dict.fromkeys(("SET_DTYPE", "SET_BACKWARD"), "no statement calls set_()"),
     "PACK_HOOK_INPLACE": "a pack hook that writes its input leaves values the spec does not "
                          "fix (UNSPEC-13)",
-    # spec/view.md: no statement draws detach_() (NOT_GENERATED)
+    # spec/view.md, spec/version.md: no statement draws detach_() (NOT_GENERATED)
     "DETACH_VIEW_INPLACE": "no statement draws detach_()",
+    "SAVED_DETACHED_INPLACE": "no statement draws detach_()",
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

@@ -124,6 +124,8 @@ NOT_GENERATED: dict[str, str] = {
     "VIEW-7": "no statement writes an output of split, chunk or unbind in place (the model "
               "never does, and hides them once their memory is written)",
     "VIEW-8": "no statement draws detach_() yet",
+    # spec/version.md
+    "VER-16": "no statement draws detach_() yet",
     # spec/grad.md: no statement reads strides, the identity or memory of a .grad, or calls
     # Module.zero_grad; a pass's accumulation is tagged LEAF-7
     **{f"GRAD-{n}": "no statement observes the .grad tensor beyond its values, or calls zero_grad"

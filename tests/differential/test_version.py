@@ -1,4 +1,4 @@
-"""Differential tests for the version counter and saved tensors: VER-1 to VER-15 (spec/version.md).
+"""Differential tests for the version counter and saved tensors: VER-1 to VER-16 (spec/version.md).
 
 Each program probes its clause from another angle than the spec example (float64, other shapes,
 other ops, views, broadcasting) and logs versions, values, gradients and error kinds.
@@ -291,4 +291,86 @@ def test_autograd_grad_checks_the_nodes_it_runs(differential):
         out2 = (w2 @ v).sum()
         w2.detach().add_(0.0)
         log.attempt("grad wrt v after detach write", lambda: torch.autograd.grad(out2, v))
+    differential(prog)
+
+
+# ops whose node saves an input (VER-9) and ops whose node saves its result (VER-10)
+SAVES_INPUT = {"sin": lambda a: a.sin(), "log": lambda a: a.log(), "pow3": lambda a: a.pow(3),
+               "mul": lambda a: a * a.detach().clone(), "div": lambda a: 1.0 / a}
+SAVES_RESULT = {"exp": lambda a: a.exp(), "tanh": lambda a: a.tanh(),
+                "sigmoid": lambda a: a.sigmoid()}
+
+
+@pytest.mark.clause("VER-16")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("when", ["detach_", "write then detach_", "detach_ then write",
+                                  "detach_ under no_grad"])
+def test_a_saved_input_detached_in_place_refuses_every_pass(differential, dtype, when):
+    def prog(torch, log):
+        for name, fn in {**SAVES_INPUT, **SAVES_RESULT}.items():
+            x = torch.tensor([[0.5, 1.5], [2.0, 0.25]], dtype=getattr(torch, dtype),
+                             requires_grad=True)
+            h = x * 2
+            out = fn(h) * 1
+            q = (x * 3).sum()                       # a pass that does not run the node
+            if when == "write then detach_":
+                h.add_(0.0)
+            if when == "detach_ under no_grad":
+                with torch.no_grad():
+                    h.detach_()
+            else:
+                h.detach_()
+            if when == "detach_ then write":
+                h.add_(0.0)
+            log(f"{name} h", [h.requires_grad, h.is_leaf, h.grad_fn is None, h._version])
+            log.attempt(f"{name} autograd.grad", lambda out=out, x=x: torch.autograd.grad(
+                out.sum(), x, retain_graph=True))
+            log.attempt(f"{name} backward", lambda out=out: out.sum().backward())
+            log.attempt(f"{name} other pass", lambda q=q: q.backward())
+            log(f"{name} x.grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("VER-16")
+def test_leaves_hooks_custom_functions_and_new_graphs_are_outside_it(differential):
+    def prog(torch, log):
+        x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        w = torch.tensor([1.5, 2.0, -0.5], requires_grad=True)
+        s = (x * w).sum()
+        x.detach_()                                 # a saved leaf: no .grad for it
+        log.attempt("leaf", lambda: s.backward())
+        log("grads", [x.grad, w.grad])
+        y = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+        h = y * 2
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda p: p):
+            c = h.cos()
+        g = y * 3
+        m = g.sin()
+        retained = m.sum()
+        retained.backward(retain_graph=True)       # a first pass, before the detach_
+        h.detach_()
+        g.detach_()
+        log.attempt("packed", lambda: c.sum().backward())
+        log.attempt("second pass", lambda: retained.backward())
+        log("y.grad", y.grad)
+        k = h * y                                   # a graph made after: h is a constant
+        k.sum().backward()
+        log("after", y.grad)
+
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a * a
+
+            @staticmethod
+            def backward(ctx, grad):
+                (a,) = ctx.saved_tensors
+                return 2 * a * grad
+        z = torch.tensor([1.0, -2.0], requires_grad=True)
+        hz = z * 2
+        sq = Square.apply(hz)
+        hz.detach_()
+        log.attempt("custom Function", lambda: sq.sum().backward())
+        log("z.grad", z.grad)
     differential(prog)
