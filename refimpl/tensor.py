@@ -150,8 +150,11 @@ class Tensor(ArraySurface):
 
     def detach_(self):
         """A leaf that does not require grad, its version unchanged (INPLACE-1, VER-2); refused
-        on a view outside inference mode; a view of an inference tensor is none (VIEW-8)."""
-        if self._base is not None and not _inference.value:
+        on a view outside inference mode; a view of an inference tensor is none (VIEW-8).
+        Inside inference mode it leaves the tensor as it was (VER-16)."""
+        if _inference.value:
+            return self
+        if self._base is not None:
             raise errors.detach_view_inplace()
         self._grad_fn, self._requires_grad, self._output_nr = None, False, 0
         return self

@@ -90,8 +90,9 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
         for s in node.saved:
             if s is None:
                 continue
-            if s.idx == 0 and s.vc is t._vc:   # torch keeps a copy of self's old value
-                s.array, s.vc = t._be.copy(s.array), None
+            if s.idx == 0 and s.vc is t._vc:   # torch keeps a copy of self's old value,
+                s.array, s.vc = t._be.copy(s.array), None   # which no detach_() reaches
+                s.nonleaf = False               # (VER-16)
             elif s.idx == -1:                   # a saved result is t itself, after the bump
                 s.vc = t._vc
     write(t, res._data, res._dtype, fill)

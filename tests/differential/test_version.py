@@ -304,7 +304,7 @@ SAVES_RESULT = {"exp": lambda a: a.exp(), "tanh": lambda a: a.tanh(),
 @pytest.mark.clause("VER-16")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("when", ["detach_", "write then detach_", "detach_ then write",
-                                  "detach_ under no_grad"])
+                                  "detach_ under no_grad", "detach_ in inference mode"])
 def test_a_saved_input_detached_in_place_refuses_every_pass(differential, dtype, when):
     def prog(torch, log):
         for name, fn in {**SAVES_INPUT, **SAVES_RESULT}.items():
@@ -317,6 +317,9 @@ def test_a_saved_input_detached_in_place_refuses_every_pass(differential, dtype,
                 h.add_(0.0)
             if when == "detach_ under no_grad":
                 with torch.no_grad():
+                    h.detach_()
+            elif when == "detach_ in inference mode":     # leaves h as it was
+                with torch.inference_mode():
                     h.detach_()
             else:
                 h.detach_()
@@ -373,4 +376,14 @@ def test_leaves_hooks_custom_functions_and_new_graphs_are_outside_it(differentia
         hz.detach_()
         log.attempt("custom Function", lambda: sq.sum().backward())
         log("z.grad", z.grad)
+        for name, write in (("mul_", lambda t, o: t.mul_(o)), ("div_", lambda t, o: t.div_(o)),
+                            ("sin_", lambda t, o: t.sin_()), ("pow_", lambda t, o: t.pow_(2))):
+            a = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+            o = torch.tensor([2.0, 4.0], dtype=torch.float64, requires_grad=True)
+            t = a * 2
+            write(t, o)                 # saves a copy of t's old value: outside VER-16
+            total = t.sum()
+            t.detach_()
+            log.attempt(f"{name} copy", lambda total=total: total.backward())
+            log(f"{name} grads", [a.grad, o.grad])
     differential(prog)
