@@ -91,11 +91,12 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     return cl + _packed_clauses(nodes, kind)
 
 
-def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool, bool]:
+def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool, bool, bool]:
     """What of t the clauses of observing it depend on (observe_clauses), as a hashable key:
     a program's closing sweep observes every tensor, mostly in a few states."""
     return (t.leaf, t.has_grad, t.retains, t.rg, t.origin,
-            t.node is not None and t.node.inplace, t.storage.version == 0, t.data_set)
+            t.node is not None and t.node.inplace, t.storage.version == 0, t.data_set,
+            t.packed_grad)
 
 
 def observe_clauses(t: T, what: str) -> list[str]:
@@ -104,14 +105,17 @@ def observe_clauses(t: T, what: str) -> list[str]:
 
 
 @functools.cache
-def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool, bool],
+def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool, bool, bool],
                          what: str) -> tuple[str, ...]:
     """observe_clauses of a tensor in `state` (observed_state): after `.data =` gave it new
-    contents, the DATA clause that says what the observable shows first (spec/data.md)."""
-    *state7, data_set = state
+    contents, the DATA clause that says what the observable shows first (spec/data.md); a
+    .grad a pass computed from a packed value written since, SAVED-6 first."""
+    *state7, data_set, packed_grad = state
     cl = _clauses_of_observing(tuple(state7), what)
     if data_set:
-        return _AFTER_SET_DATA.get(what, ()) + cl
+        cl = _AFTER_SET_DATA.get(what, ()) + cl
+    if packed_grad and what == "grad":
+        cl = ("SAVED-6",) + cl
     return cl
 
 

@@ -129,6 +129,8 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
     """A pass over `nodes` ran: free them unless retained, and mark the tensors whose .grad
     it wrote (the inputs, or the leaves and retaining tensors it reached)."""
     ids = {id(n) for n in nodes}
+    # the pass computed with a packed value written since it was packed (SAVED-6)
+    written = any(n.packed and any(st.version != v for st, v in n.saved) for n in nodes)
     if not retain:
         for n in nodes:
             n.freed = True
@@ -137,3 +139,4 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
     for t in targets:
         if t.node is not None and id(t.node) in ids:
             t.has_grad = True
+            t.packed_grad = t.packed_grad or written

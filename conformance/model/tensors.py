@@ -63,6 +63,8 @@ class T:
     contiguous: bool = True
     retains: bool = False
     has_grad: bool = False
+    packed_grad: bool = False        # its .grad holds what a pass computed from a packed value
+    #                                  written after the pack (SAVED-6)
     hidden: bool = False             # never used again (aliased as some .grad; UNSPEC-9)
     old_node: Node | None = None     # after requires_grad_(False): the accumulator old graphs hold
     stale: bool = False              # its grad_fn is regenerated lazily by torch

@@ -119,10 +119,24 @@ class _UnpackIgnored:
         return engine
 
 
+class _PackedCopy:
+    """A fault: pack gets a copy of the saved tensor, so that a write after the pack does not
+    reach what a hook that keeps its argument kept (SAVED-1; seen in gradients: SAVED-6)."""
+
+    def __call__(self, engine):
+        real = engine.saved_tensors_hooks
+
+        def hooks(pack, unpack):
+            return real(lambda t: pack(engine.clone(t)), unpack)
+        engine.saved_tensors_hooks = hooks
+        return engine
+
+
 @pytest.mark.parametrize("fault, clauses", [(_Unhooked(), {"SAVED-1"}),
                                             (_VersionChecked(), {"SAVED-6"}),
-                                            (_UnpackIgnored(), {"SAVED-3"})],
-                         ids=["unhooked", "version-checked", "unpack-ignored"])
+                                            (_UnpackIgnored(), {"SAVED-3"}),
+                                            (_PackedCopy(), {"SAVED-6"})],
+                         ids=["unhooked", "version-checked", "unpack-ignored", "packed-copy"])
 def test_an_engine_that_gets_it_wrong_is_blamed_under_its_clause(drawn, fault, clauses):
     torch = load_engine("torch")
     broken = fault(load_engine("refimpl"))
