@@ -303,6 +303,9 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
     if args.same_as is not None:
         chosen, same_as, annotations = same_mutants(args.same_as, snap, modules, mutants,
                                                     workdir, annotations)
+        print(f"bench_mutation: {len(chosen)} of the {same_as['of']} mutants of "
+              f"{args.same_as} carried to this source; lost (their line changed): "
+              f"{', '.join(same_as['lost']) or 'none'}", file=sys.stderr)
     else:
         chosen = sample_mutants(mutants, args.sample, args.seed)
     if args.list:
@@ -318,9 +321,6 @@ def measure(args, modules: list[str], annotations: dict, workdir: Path) -> int:
                             "-n 1 --quiet --no-shrink --exitfirst"}
     if same_as:
         meta["same_as"] = same_as
-        print(f"bench_mutation: {len(chosen)} of the {same_as['of']} mutants of "
-              f"{args.same_as} carried to this source; lost (their line changed): "
-              f"{', '.join(same_as['lost']) or 'none'}", file=sys.stderr)
     earlier = resumable(_read_json(args.resume, "--resume"), meta) if args.resume else {}
     meta["refimpl_imported_from"] = check_imports(snap, workdir)
     code, _, seconds, _ = run_gradspec(snap, workdir, args)

@@ -220,6 +220,27 @@ def test_the_shipped_annotations_name_mutants_of_their_commit_at_their_lines(tmp
     assert not stale, f"annotations for mutants that are not at their line: {stale[:5]}"
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_shipped_samples_are_what_their_seed_draws_from_their_commit(tmp_path, seed):
+    """benchmarks/mutation_samples/ keep the two samples the README's figures judge, for
+    `--same-as`: each must be exactly the sample its seed draws from the commit it names."""
+    pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (extra 'mutation')")
+    path = ROOT / "benchmarks" / "mutation_samples" / f"seed{seed}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["sample"], data["sample_seed"]) == (200, seed)
+    modules = list(bench.DEFAULT_MODULES)
+    for module in modules:
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{data['source']}:{module}"],
+                               capture_output=True, text=True, check=False)
+        if shown.returncode:
+            pytest.skip(f"commit {data['source'][:7]} is not in this clone's history")
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(shown.stdout, encoding="utf-8")
+    mutants = bench.enumerate_mutants(tmp_path, modules, tmp_path / "s.sqlite")
+    drawn = [m.key for m in verdicts.sample_mutants(mutants, 200, seed)]
+    assert [r["key"] for r in data["results"]] == drawn
+
+
 def test_enumeration_is_the_same_twice(tmp_path):
     pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (extra 'mutation')")
     module = "refimpl/grad_mode.py"
