@@ -358,7 +358,9 @@ def same_mutants(path: Path, snap: Path, modules: list[str], mutants: list[Mutan
     if not (isinstance(source, str) and len(source) == 40 and isinstance(results, list)):
         raise UsageError(f"--same-as {path}: needs the source commit and results of a run "
                          "of this script")
-    keys = [r.get("key") for r in results if isinstance(r, dict)]
+    keys = [r.get("key") if isinstance(r, dict) else None for r in results]
+    if not all(isinstance(k, str) for k in keys):
+        raise UsageError(f"--same-as {path}: every result needs the key of its mutant")
     (workdir / "earlier").mkdir()
     old_snap = make_copy(workdir / "earlier", source)
     old = enumerate_mutants(old_snap, modules, workdir / "earlier.sqlite")

@@ -194,9 +194,34 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", "not a result file"),
+    ('{"source": "abc", "results": []}', "needs the source commit"),
+    ('{"source": "' + "0" * 40 + '", "results": [{"key": 3}, {}]}', "every result needs"),
+])
+def test_a_malformed_same_as_file_is_one_line_and_exit_2(tmp_path, capsys, content, message):
+    pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (extra 'mutation')")
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(content, encoding="utf-8")
+    assert bench.main(["--same-as", str(earlier), "--modules", "refimpl/hooks.py"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_bad_flag_values_exit_2(capsys):
     assert bench.main(["--sample", "0"]) == 2
     assert "--sample" in capsys.readouterr().err
+
+
+def _files_of(commit: str, modules: list[str], folder: Path) -> None:
+    """Write `modules` as they are at `commit` under `folder`; skip when the clone lacks it."""
+    for module in modules:
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{module}"],
+                               capture_output=True, text=True, check=False)
+        if shown.returncode:
+            pytest.skip(f"commit {commit[:7]} is not in this clone's history")
+        (folder / module).parent.mkdir(parents=True, exist_ok=True)
+        (folder / module).write_text(shown.stdout, encoding="utf-8")
 
 
 def test_the_shipped_annotations_name_mutants_of_their_commit_at_their_lines(tmp_path):
@@ -207,13 +232,7 @@ def test_the_shipped_annotations_name_mutants_of_their_commit_at_their_lines(tmp
     notes = verdicts.load_annotations(bench.DEFAULT_ANNOTATIONS)
     assert notes, "the annotations file explains no survivor"
     modules = sorted({key.split(":")[0] for key in notes})
-    for module in modules:
-        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{data['source']}:{module}"],
-                               capture_output=True, text=True, check=False)
-        if shown.returncode:
-            pytest.skip(f"commit {data['source'][:7]} is not in this clone's history")
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(shown.stdout, encoding="utf-8")
+    _files_of(data["source"], modules, tmp_path)
     lines = {m.key: m.line
              for m in bench.enumerate_mutants(tmp_path, modules, tmp_path / "s.sqlite")}
     stale = [k for k, note in notes.items() if lines.get(k) != note["line"]]
@@ -229,13 +248,7 @@ def test_the_shipped_samples_are_what_their_seed_draws_from_their_commit(tmp_pat
     data = json.loads(path.read_text(encoding="utf-8"))
     assert (data["sample"], data["sample_seed"]) == (200, seed)
     modules = list(bench.DEFAULT_MODULES)
-    for module in modules:
-        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{data['source']}:{module}"],
-                               capture_output=True, text=True, check=False)
-        if shown.returncode:
-            pytest.skip(f"commit {data['source'][:7]} is not in this clone's history")
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(shown.stdout, encoding="utf-8")
+    _files_of(data["source"], modules, tmp_path)
     mutants = bench.enumerate_mutants(tmp_path, modules, tmp_path / "s.sqlite")
     drawn = [m.key for m in verdicts.sample_mutants(mutants, 200, seed)]
     assert [r["key"] for r in data["results"]] == drawn

@@ -5,6 +5,8 @@ other ops, views, broadcasting) and logs versions, values, gradients and error k
 """
 import pytest
 
+from tests.differential.test_function import _square
+
 
 def f64(torch, rows, requires_grad=False):
     return torch.tensor(rows, dtype=torch.float64, requires_grad=requires_grad)
@@ -360,19 +362,9 @@ def test_leaves_hooks_custom_functions_and_new_graphs_are_outside_it(differentia
         k.sum().backward()
         log("after", y.grad)
 
-        class Square(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, a):
-                ctx.save_for_backward(a)
-                return a * a
-
-            @staticmethod
-            def backward(ctx, grad):
-                (a,) = ctx.saved_tensors
-                return 2 * a * grad
         z = torch.tensor([1.0, -2.0], requires_grad=True)
         hz = z * 2
-        sq = Square.apply(hz)
+        sq = _square(torch).apply(hz)       # saves its input with ctx.save_for_backward
         hz.detach_()
         log.attempt("custom Function", lambda: sq.sum().backward())
         log("z.grad", z.grad)
