@@ -163,7 +163,12 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
     # input; an AccumulateGrad then leaves .grad alone but still runs its post hooks (LEAF-10)
     runs = grad is not None or fn.name() == "GraphRoot" or isinstance(fn, AccumulateGrad) \
         or fn.materializes  # a custom Function's backward gets zeros or None (FUNC-9, FUNC-10)
-    outputs = fn.backward(fn, grad) if runs else (None,) * len(fn.next_functions)
+    if runs:
+        outputs = fn.backward(fn, grad)
+    else:       # torch's formulas unpack what they saved before they look at the gradient
+        if fn.saved and fn.name() != "torch::autograd::CopySlices":
+            fn.unpack()     # VER-7, FREE-1 (FUNC-6: behind a None a Function returned)
+        outputs = (None,) * len(fn.next_functions)
     # torch's validate_outputs, before the post-hooks see them: only wanted gradients, each
     # summed to its input's shape and cast to its dtype
     outs = []

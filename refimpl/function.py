@@ -141,6 +141,8 @@ def _output(node, i, o, ctx, args):
     is_input = any(o is a for a in args)
     if any(o is d for d in ctx._dirty):
         o._vc[0] += 1
+        if node is None and o.requires_grad:    # not recorded: a detached alias (FUNC-11)
+            return o.detach()
         if node is not None:
             if o._grad_fn is None and o._base is None and o._requires_grad:
                 raise errors.dirty_leaf()
@@ -149,11 +151,12 @@ def _output(node, i, o, ctx, args):
                                           "first argument and output")
             rebase_history(o, node)
             o._output_nr = i
+            o._grad = None      # its .grad is dropped; its hooks and retains_grad stay
         return o
     if any(o is d for d in ctx._non_differentiable):
         return o.detach() if is_input else o
     if is_input:  # a view of it, made in the Function (FUNC-14)
-        if not grad_mode.enabled[0]:
+        if node is None and o.requires_grad:    # not recorded: a detached alias
             return o.detach()
         view = wrap(o._be, o._data, o._vc)
         view._base = o._base if o._base is not None else o

@@ -27,6 +27,21 @@ def _square(torch):
     return Square
 
 
+def _twice(torch):
+    """A Function that doubles its input in place and marks it dirty."""
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return Twice
+
+
 @pytest.mark.clause("FUNC-1")
 def test_apply_records_one_node_and_backward_gives_the_gradients(differential):
     def prog(torch, log):
@@ -287,6 +302,47 @@ def test_none_gradients_and_non_tensor_arguments(differential):
     differential(prog)
 
 
+@pytest.mark.clause("FUNC-6")
+@pytest.mark.parametrize("behind", ["sin", "exp", "mul", "view"])
+def test_the_nodes_behind_a_none_gradient_still_run(differential, behind):
+    """Behind an argument backward returns None for, the pass still runs each node with no
+    gradient: what they saved is checked and freed, tensor hooks there get None, and no leaf
+    behind gets a .grad."""
+    def prog(torch, log):
+        class Pick(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * 0 + b
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, g
+
+        def made(h):
+            return {"sin": lambda: h.sin(), "exp": lambda: h.exp(),
+                    "mul": lambda: h * h, "view": lambda: h[:1] * 2}[behind]()
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                if behind == "view" and sname == "0-d":
+                    continue
+                label = f"{dname} {sname}"
+                leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                b = torch.tensor(v, dtype=dt, requires_grad=True)
+                s = made(leaf * 1)
+                got = []
+                s.register_hook(lambda g, got=got: got.append(g))
+                Pick.apply(s, b).sum().backward()
+                log(label, [got, leaf.grad, b.grad])
+                log.attempt(label + " again", lambda s=s: s.sum().backward())
+                h = leaf * 1
+                s2 = made(h)
+                h.mul_(2)
+                log.attempt(label + " written",
+                            lambda s2=s2, b=b: Pick.apply(s2, b).sum().backward())
+    differential(prog)
+
+
 @pytest.mark.clause("FUNC-7")
 def test_wrong_number_of_gradients(differential):
     def prog(torch, log):
@@ -537,6 +593,64 @@ def test_mark_dirty_errors(differential):
     differential(prog)
 
 
+@pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("what", ["leaf", "non-leaf", "view of a non-leaf"])
+def test_a_dirty_input_that_requires_grad_under_no_grad_comes_back_detached(differential, what):
+    """With grad mode off nothing is recorded, and a dirty input that requires grad comes back
+    as detach() returns it: a new object, sharing memory and version counter, not requiring
+    grad; the input keeps its flags and sees later writes through it."""
+    def prog(torch, log):
+        Twice = _twice(torch)
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                if what == "view of a non-leaf" and sname == "0-d":
+                    continue
+                leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                x = leaf if what == "leaf" else leaf * 1
+                t = x[:1] if what == "view of a non-leaf" else x
+                with torch.no_grad():
+                    z = Twice.apply(t)
+                label = f"{dname} {sname}"
+                log(label, [z is t, z.requires_grad, t.requires_grad, t.is_leaf, t._version,
+                            z._version, z.grad_fn is None])
+                z.add_(1)
+                log(label + " after a write through it", [t, t._version, leaf])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("retained", ["retained non-leaf", "view of a retained non-leaf"])
+def test_a_recorded_dirty_input_loses_its_grad_and_keeps_its_hooks(differential, retained):
+    """A recorded call sets the dirty tensor's .grad to None; its hooks and retains_grad stay,
+    and the next pass gives it a fresh .grad. Through a view, the base keeps its .grad. With
+    grad mode off the .grad stays."""
+    def prog(torch, log):
+        Twice = _twice(torch)
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                if sname == "0-d" and retained.startswith("view"):
+                    continue
+                label = f"{dname} {sname}"
+                leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                h = leaf.sin()
+                h.retain_grad()
+                calls = []
+                h.register_hook(lambda g, calls=calls: calls.append(g.sum()))
+                (h * 3).sum().backward(retain_graph=True)
+                target = h[:1] if retained.startswith("view") else h
+                Twice.apply(target)
+                log(label, [h.grad, h.retains_grad, len(calls)])
+                (h * 5).sum().backward()
+                log(label + " next pass", [h.grad, calls, leaf.grad])
+                k = leaf.cos()
+                k.retain_grad()
+                k.sum().backward()
+                with torch.no_grad():
+                    Twice.apply(k)
+                log(label + " under no_grad", k.grad)
+    differential(prog)
+
+
 @pytest.mark.clause("FUNC-12")
 def test_mark_non_differentiable(differential):
     def prog(torch, log):
@@ -672,6 +786,41 @@ def test_an_input_returned_as_it_is(differential):
         d, _ = Same.apply(c, c)
         d.add_(1)
         log("not recorded", [d is c, c, c._version, d.requires_grad])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-14")
+@pytest.mark.parametrize("mode", ["no_grad", "inputs need no grad"])
+def test_an_input_returned_unrecorded_is_detached_or_a_view(differential, mode):
+    """Unrecorded, an input returned as it is comes back as detach() gives it when it requires
+    grad (no view, no grad), as a view of it when it does not; both share its memory and version
+    counter."""
+    def prog(torch, log):
+        class Same(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                for rg in (True, False):
+                    if mode == "inputs need no grad" and rg:
+                        continue
+                    x = torch.tensor(v, dtype=dt, requires_grad=rg)
+                    if mode == "no_grad":
+                        with torch.no_grad():
+                            y = Same.apply(x)
+                    else:
+                        y = Same.apply(x)
+                    log(f"{label} rg={rg}", [y is x, y.requires_grad, y._base is x,
+                                              y._base is None, y.grad_fn is None])
+                    y.mul_(3)
+                    log(f"{label} rg={rg} written", [x, x._version, y._version])
     differential(prog)
 
 
