@@ -169,12 +169,13 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
         if fn.saved and fn.name() != "torch::autograd::CopySlices":
             fn.unpack()     # VER-7, FREE-1 (FUNC-6: behind a None a Function returned)
         outputs = (None,) * len(fn.next_functions)
-    # torch's validate_outputs, before the post-hooks see them: only wanted gradients, each
+    # torch's validate_outputs, before the post-hooks see them: only wanted gradients (a custom
+    # Function's node keeps what its backward returned for the others too: HOOK-15), each
     # summed to its input's shape and cast to its dtype
     outs = []
     for i, ((nxt, _), meta, out) in enumerate(zip(fn.next_functions, fn.in_meta, outputs,
                                                   strict=False)):
-        if nxt is None or out is None or not wanted(nxt):
+        if nxt is None or out is None or not (wanted(nxt) or fn.materializes):
             out = None
         elif meta is not None:
             if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)

@@ -3,7 +3,8 @@
 
 An adapter wraps one engine on one device. The executor (conformance/executor.py) drives it
 one program statement at a time (conformance/program.py) and never touches engine objects
-except through these methods, so an engine that does not look like torch at all can take part.
+except through these methods, so an engine that does not look like torch at all can take part
+(conformance/engines/torchlike.py implements them for any module that looks like `torch`).
 
 Tensors and hook handles are opaque to gradspec: whatever the adapter returns is passed back
 to it. Errors are the engine's own exceptions; `classify_error` maps them to the spec's error
@@ -24,9 +25,6 @@ message text). The default claims all three, so an engine is judged on everythin
 says otherwise. A divergence in a class the engine does not claim is not compared: a campaign
 reports the program as not applicable, it never fails the run, and the clauses of that class
 are n/a (`gradspec run --classes` overrides the claim for one run).
-
-Adapters for engines with a torch-shaped Python API need not implement this by hand:
-conformance/engines/torchlike.py does it for any module that looks like `torch`.
 """
 from __future__ import annotations
 
@@ -70,7 +68,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "deriv_ops": (),                # ops of the op table: call and inplace (core's)
     "create_graph": ("autograd_grad",),     # ... with the keywords below
     "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
-    "custom_function": (),          # no statement: probed through the engine's module (probes.py)
+    "custom_function": ("apply_function",),     # the catalogue of conformance/lang/functions.py
     "data_assign": ("set_data",),   # set_() has no statement: probed (judge/probes.py)
     "saved_tensors_hooks": ("saved_tensors_hooks", "save_on_cpu", "clone"),
     "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
@@ -248,10 +246,15 @@ class Engine(ABC):
         """torch.autograd.graph.save_on_cpu() with its defaults (SAVED-9)."""
         raise NotImplementedError
 
+    def apply_function(self, name: str, args: Sequence[Tensor | Number],
+                       legacy: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """(capability custom_function) `F.apply(*args)` of the catalogue's Function `name`
+        (docs/engines.md); with `legacy`, `F()(*args)`, which must raise LEGACY_FUNCTION."""
+        raise NotImplementedError
+
     # ---- backward -------------------------------------------------------------------------
-    # With the capability create_graph each of the three also takes the keyword
-    # create_graph=True (passed only when a statement sets it: DOUBLE-1); an engine without it
-    # may leave the keyword out.
+    # With the capability create_graph each of the three also takes the keyword create_graph=True
+    # (passed only when a statement sets it: DOUBLE-1); an engine without it may leave it out.
     @abstractmethod
     def backward(self, t: Tensor, gradient: Tensor | None, retain_graph: bool | None,
                  inputs: Sequence[Tensor] | None) -> None: ...
@@ -303,10 +306,9 @@ class Engine(ABC):
         raise NotImplementedError
 
     def graph_of(self, tensors: dict[str, Tensor]) -> dict[str, Any]:
-        """The backward graph of `tensors` (program name -> tensor), as plain data for the
-        pictures of conformance/reports/graph.py (optional; capability grad_fn). Plain data, so
-        that drawing needs no engine objects and adapters need no drawing:
-        `tensors`: one entry per distinct tensor that requires grad, {"names" (its program
+        """The backward graph of `tensors` (program name -> tensor), as plain data (drawing then
+        needs no engine objects) for conformance/reports/graph.py (optional; capability
+        grad_fn): `tensors`: one entry per distinct tensor that requires grad, {"names" (its program
         names; [] for a leaf reached only through its AccumulateGrad), "leaf", "node" (index of
         its grad_fn in `nodes`, None for a leaf), "shape", "dtype"}; `nodes`: in the order
         first reached, from the tensors in the order given, through next_functions, {"name"
@@ -317,7 +319,7 @@ class Engine(ABC):
         raise NotImplementedError
 
     def version_counter(self, t: Tensor) -> int:
-        """t._version. (Not named `version`: that attribute is the engine's version string.)"""
+        """t._version (`version` is the engine's version string)."""
         raise NotImplementedError
 
     def retains_grad(self, t: Tensor) -> bool:
@@ -345,14 +347,12 @@ class Engine(ABC):
     # ---- running several statements as one unit --------------------------------------------
     def run_segment(self, body: Callable[[], None], segment: Any) -> None:
         """Run one segment of a program as one unit (granularity "segment" or "program").
-
         `body()` runs the segment's statements through this adapter's ordinary methods, with the
-        executor's per-statement bookkeeping inside it, so an engine error in one statement is
-        still caught and recorded on that statement within `body`. An engine runs the body as
-        its unit, e.g. `torch.compile(body)()`, or under a context the whole unit shares.
-        `segment` tells where the unit lies, as data: `.id` ("3-7", its first and last
-        top-level statement), `.index` (0 for the first segment of the program), `.size` (its
-        top-level statement count) and `.statements` (the program's statements, to read only).
+        executor's per-statement bookkeeping inside it (an engine error in one statement is
+        recorded on that statement); the engine runs it as its unit, e.g.
+        `torch.compile(body)()`, or under a context the whole unit shares. `segment` says where
+        the unit lies: `.id` ("3-7", its first and last top-level statement), `.index` (0 for
+        the first), `.size` (its top-level statements), `.statements` (the program's, to read).
 
         An exception that escapes run_segment means the unit failed as a whole (a compile
         error): every statement of the segment that had not finished is recorded as an error

@@ -115,7 +115,8 @@ def region_source(src: str, params: list[str]) -> str:
 # compilation is a finding. inference_mode is not claimed yet: how a compiled region takes
 # inference tensors made outside it has not been probed, and without that a divergence could
 # be the adapter's (its statements are compiled one by one, its blocks run eagerly). Nor
-# custom_function: no program statement defines a Function, so nothing of it would be compiled.
+# custom_function: the adapter would apply the catalogue's Functions eagerly (its apply_function
+# is TorchLike's), and how compiled autograd runs their backward has not been probed.
 # Nor data_assign: `.data =` and `set_()` have not been probed through compiled regions.
 # Nor saved_tensors_hooks: saved-tensor hooks have not been probed through compiled regions.
 # Nor multi_grad_hooks: register_multi_grad_hook asks the eager engine which nodes a pass runs,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from ..lang import ops
+from ..lang import functions, ops
 from .base import Engine, Tensor
 
 # The capability vocabulary of spec/README.md; a torch-shaped module is assumed to have it all.
@@ -136,6 +136,13 @@ class TorchLike(Engine):
 
     def save_on_cpu(self):
         return self.torch.autograd.graph.save_on_cpu()
+
+    # ---- custom Functions ------------------------------------------------------------------
+    def apply_function(self, name, args, legacy=False):
+        if getattr(self, "_functions", None) is None:
+            self._functions = functions.define(self.torch)    # defined once per engine
+        cls = getattr(self._functions, name)
+        return cls()(*args) if legacy else cls.apply(*args)
 
     # ---- backward -------------------------------------------------------------------------
     def backward(self, t, gradient, retain_graph, inputs, create_graph=False):

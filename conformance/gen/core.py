@@ -251,9 +251,12 @@ class Gen(BackwardPasses):
     def apply_inplace(self, t: T, args: list[T], saved_out: bool,
                       setitem: bool = False, holds: bool = False,
                       saved_args: list[T] | tuple[()] = ()) -> list[str]:
-        """Update the model for an in-place op on t; return the clauses it exercises."""
+        """Update the model for an in-place op on t; return the clauses it exercises. From
+        vocabulary 19 the model knows that a write through a view frees its base's CopySlices
+        in the next pass whatever it saved (older ones draw what they drew)."""
         return model.apply_inplace(self.tensors.values(), self.grad_enabled, t, args,
-                                   saved_out, setitem, holds, saved_args)
+                                   saved_out, setitem, holds, saved_args,
+                                   self.vocabulary >= 19)
 
     def draw_setter(self) -> bool:
         """Whether a requires_grad statement uses the attribute setter `t.requires_grad = v`

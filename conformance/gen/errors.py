@@ -4,10 +4,10 @@ About one step in twenty (WEIGHT in the statement draw, order.py) is a deliberat
 recipe that provokes one error kind of spec/errors.md. Every kind a program can express has a
 move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py
 (inference mode), errors_overlap.py (memory shared within a write), errors_data.py
-(`.data =`) or errors_saved.py (saved-tensor hooks); INEXPRESSIBLE says why any other
-cannot. The draw among the moves is in ERROR_ORDER, never in declaration order, and
-ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and NATURAL_ERROR_CAPS are derived from the
-declarations.
+(`.data =`), errors_saved.py (saved-tensor hooks) or errors_function.py (custom
+Functions); INEXPRESSIBLE says why any other cannot. The draw among the moves is in
+ERROR_ORDER, never in declaration order, and ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and
+NATURAL_ERROR_CAPS are derived from the declarations.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..model.tables import NUMBERS, SHAPES
 from . import (
     errors_backward,  # noqa: F401  (declares the moves of backward passes)
     errors_data,  # noqa: F401  (declares the moves of `.data =`)
+    errors_function,  # noqa: F401  (declares the moves of custom Functions)
     errors_inference,  # noqa: F401  (declares the moves of inference mode)
     errors_overlap,  # noqa: F401  (declares the moves of overlapping memory)
     errors_saved,  # noqa: F401  (declares the move of saved-tensor hooks)
@@ -32,7 +33,7 @@ from .error_move import DECLARED, ErrorMove, error_move
 WEIGHT = 9              # of "error" in the statement draw (order.DRAW_ORDER) ...
 # ... and (vocabulary, weight from it on): each move in 6% or more of programs
 # (tests/generator_stats.py); vocabulary 6 adds the five moves of inference mode
-REWEIGHTED = ((3, 20), (4, 30), (6, 36))
+REWEIGHTED = ((3, 20), (4, 30), (6, 36), (19, 41))
 
 
 def weight(vocabulary: int) -> int:
@@ -50,17 +51,23 @@ ERROR_ORDER = (
     "INFERENCE_SAVED", "INFERENCE_REQUIRES_GRAD", "INFERENCE_VIEW_INPLACE",
     "NO_GRAD_VIEW_BASE_INPLACE", "SELF_OVERLAPPING_WRITE", "DATA_REQUIRES_GRAD_DTYPE",
     "DATA_NOT_TENSOR", "HOOK_CHANGED_TYPE", "HOOK_RETURNED_NON_TENSOR", "UNPACK_NOT_TENSOR",
+    "FUNCTION_GRAD_COUNT", "FUNCTION_INVALID_GRADIENT", "DIRTY_LEAF", "CUSTOM_VIEW_INPLACE",
+    "LEGACY_FUNCTION",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
     "HOOK_REPLACED_NONE": "node hook behaviours keep every None entry (HOOK-17)",
     "CREATE_GRAPH_CYCLE": "a warning, not an error, and not compared in generated programs "
                           "(DOUBLE-8, UNSPEC-9)",
-    # spec/function.md: no statement defines a torch.autograd.Function (NOT_GENERATED)
-    **dict.fromkeys(("FUNCTION_GRAD_COUNT", "FUNCTION_INVALID_GRADIENT",
-                     "FUNCTION_NON_TENSOR_GRAD", "DIRTY_NOT_RETURNED", "DIRTY_LEAF",
-                     "ONCE_DIFFERENTIABLE", "CUSTOM_VIEW_INPLACE", "CUSTOM_VIEW_BASE_INPLACE",
-                     "LEGACY_FUNCTION"), "no statement defines a torch.autograd.Function"),
+    # spec/function.md: the catalogue of Functions (conformance/lang/functions.py) holds none
+    # that makes these
+    "FUNCTION_NON_TENSOR_GRAD": "no Function of the catalogue takes a number argument and "
+                                "returns a gradient for it",
+    "DIRTY_NOT_RETURNED": "no Function of the catalogue marks dirty what it does not return",
+    "ONCE_DIFFERENTIABLE": "no program differentiates twice through a Function: the "
+                           "functions of gen/higher.py are drawn from the op table",
+    "CUSTOM_VIEW_BASE_INPLACE": "an output of Identity is hidden once its memory is written "
+                                "(kinds/function.py)",
     # spec/data.md: no statement calls set_() (NOT_GENERATED)
     **dict.fromkeys(("SET_DTYPE", "SET_BACKWARD"), "no statement calls set_()"),
     "PACK_HOOK_INPLACE": "a pack hook that writes its input leaves values the spec does not "

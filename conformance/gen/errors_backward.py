@@ -105,7 +105,9 @@ def _saved_and_written(g: Any, recipe: str) -> T:
     """An op's result whose graph saved a tensor written in place since (the recipes of
     vocabularies before 10): the result."""
     a = g.rg_tensor("saving op input", (lambda u: u.leaf) if recipe == "saved leaf" else None)
-    if recipe == "saved input" and a.leaf:
+    if recipe == "saved input" and (a.leaf or (g.vocabulary >= 19 and not g.has("grad_modes")
+                                               and model.leaf_rg_view(a))):
+        # from vocabulary 19 also for a view of a leaf, which only a no_grad block may write
         a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
     if recipe == "saved output":
         fn, kw = _saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])

@@ -356,7 +356,7 @@ def disjoint_views(g: Any) -> bool:
 # the scenarios of higher-order gradients, of inference mode and of layouts, declared after those
 # above
 # (their order in the focus table is declaration order)
-from . import higher, inference, layouts  # noqa: E402, F401
+from . import functions, higher, inference, layouts  # noqa: E402, F401
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
 TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")

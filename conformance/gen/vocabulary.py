@@ -67,7 +67,12 @@ from __future__ import annotations
 # whose nodes pack what they save through hooks that keep the tensor, a copy or a key, or
 # through save_on_cpu, and the passes after them; and the error move UNPACK_NOT_TENSOR (SAVED-3,
 # gen/errors_saved.py).
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+# Vocabulary 19 draws custom autograd Functions where the engine declares custom_function: the
+# statement kinds function and dirty_function (kinds/function.py), which apply a Function of
+# the catalogue conformance/lang/functions.py (FUNC-1 to -6 and -8 to -14), and the error moves
+# FUNCTION_GRAD_COUNT, FUNCTION_INVALID_GRADIENT, DIRTY_LEAF, CUSTOM_VIEW_INPLACE and
+# LEGACY_FUNCTION (gen/errors_function.py: FUNC-7, -8, -11, -14, -15).
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -82,7 +87,7 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
                     "multi_views", "grad_dtype", "requires_grad_setter")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
-# (custom_function: no vocabulary draws a torch.autograd.Function yet, see NOT_GENERATED; from
+# (custom_function: vocabulary 19 is the first to draw a torch.autograd.Function; from
 # vocabulary 6 on a program records it among its capabilities, as the engines declare it)
 CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
                     "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6,
@@ -103,9 +108,6 @@ NOT_GENERATED: dict[str, str] = {
                 "gradient's graph",
     "DOUBLE-8": "CREATE_GRAPH_CYCLE is not compared in generated programs: torch gives it "
                 "once per process, and a campaign's worker runs many (UNSPEC-9)",
-    # spec/function.md: the program language has no statement that defines a Function (its
-    # forward and backward would be code, and a program file is data, never executed)
-    **{f"FUNC-{n}": "no statement defines a torch.autograd.Function" for n in range(1, 16)},
     # spec/data.md
     "DATA-3": "set_data is drawn only on a tensor no view, detach() or .data of it shares "
               "memory with (kinds/contents.py)",
@@ -114,7 +116,7 @@ NOT_GENERATED: dict[str, str] = {
     "SAVED-4": "no saved_hooks block is drawn inside another",
     "SAVED-8": "no pack hook writes its input (what it leaves is UNSPEC-13)",
     "SAVED-10": "no statement enters disable_saved_tensors_hooks",
-    "SAVED-11": "no statement defines a torch.autograd.Function",
+    "SAVED-11": "no Function is applied inside a saved_hooks block (kinds/saved.py)",
     # spec/view.md
     "VIEW-1": "no observable reads ._base yet",
     "VIEW-2": "a write through a view of a view is tagged INPLACE-8 (model/inplace.py)",

@@ -37,6 +37,11 @@ ALLOWS: dict[str, tuple[str, ...]] = {
     "INPUT_NO_REQUIRES_GRAD": ("API-10",),
     "DATA_REQUIRES_GRAD_DTYPE": ("DATA-6", "DATA-1"),
 }
+# an error no kind of spec/errors.md names (the executor's OTHER) where the oracle raised none:
+# most often a custom Function's forward or backward given what its contract rules out (a None
+# where zeros are due, FUNC-9), most specific first
+UNNAMED_ERROR: tuple[str, ...] = ("FUNC-10", "FUNC-9", "FUNC-12", "FUNC-6", "FUNC-5", "FUNC-8",
+                                  "FUNC-13", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-4", "FUNC-1")
 
 # (observable, form of the oracle's value) or observable -> the clauses whose rule says what
 # it shows, most specific first; the last is the observable's general rule, the primary clause
@@ -47,35 +52,47 @@ ALLOWS: dict[str, tuple[str, ...]] = {
 # differs wins over it. SAVED-6 comes first for gradients: a pass that computed with a packed
 # value written after the pack is where they come from. MODE-12 comes first: only a statement
 # inside a decorated generator's body has it near, and whether that body ran in the mode is
-# what decides the rest.
+# what decides the rest. The FUNC clauses come next where a custom Function made the tensor
+# (its statement is the maker) or computed the gradient (the observation carries the clauses of
+# the Functions the passes ran, model/clauses.py): the most specific of them first, FUNC-1
+# (apply and backward in general) last.
 DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
-    ("grad", "None"): ("RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8", "LEAF-16",
-                       "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
-    "grad": ("SAVED-6", "DOUBLE-2", "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8",
-             "LEAF-9", "DATA-5", "LEAF-5"),
+    ("grad", "None"): ("FUNC-11", "FUNC-6", "RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8",
+                       "LEAF-16", "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
+    "grad": ("SAVED-6", "FUNC-10", "FUNC-9", "FUNC-12", "FUNC-8", "FUNC-6", "FUNC-5",
+             "FUNC-13", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-4", "FUNC-1", "DOUBLE-2",
+             "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "LEAF-8", "LEAF-9", "DATA-5",
+             "LEAF-5"),
     "grad.dtype": ("RETAIN-1", "DATA-5", "LEAF-9"),
     "retains_grad": ("RETAIN-3", "RETAIN-2", "RETAIN-1"),
-    ("is_leaf", "True"): ("MODE-12", "DOUBLE-1", "LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "DATA-1",
-                          "LEAF-2", "LEAF-1"),
-    ("is_leaf", "False"): ("MODE-12", "DOUBLE-1", "INPLACE-15", "MODE-2", "GRAPH-10", "DATA-1",
-                           "GRAPH-1"),
-    ("requires_grad", "False"): ("MODE-12", "DOUBLE-1", "LEAF-16", "LEAF-11", "MODE-9", "MODE-1",
+    ("is_leaf", "True"): ("MODE-12", "DOUBLE-1", "FUNC-12", "FUNC-11", "FUNC-14", "FUNC-1",
+                          "LEAF-11", "MODE-9", "LEAF-3", "LEAF-4", "DATA-1", "LEAF-2", "LEAF-1"),
+    ("is_leaf", "False"): ("MODE-12", "DOUBLE-1", "FUNC-11", "FUNC-14", "FUNC-1", "INPLACE-15",
+                           "MODE-2", "GRAPH-10", "DATA-1", "GRAPH-1"),
+    ("requires_grad", "False"): ("MODE-12", "DOUBLE-1", "FUNC-12", "FUNC-11", "FUNC-14", "FUNC-1",
+                                 "LEAF-16", "LEAF-11", "MODE-9", "MODE-1",
                                  "LEAF-4", "INPLACE-10", "DATA-1", "LEAF-2", "GRAPH-2"),
-    ("requires_grad", "True"): ("MODE-12", "DOUBLE-1", "LEAF-11", "MODE-7", "MODE-9", "MODE-2",
+    ("requires_grad", "True"): ("MODE-12", "DOUBLE-1", "FUNC-11", "FUNC-14", "FUNC-1",
+                                "LEAF-11", "MODE-7", "MODE-9", "MODE-2",
                                 "INPLACE-10", "DATA-1", "LEAF-1", "GRAPH-1"),
-    ("grad_fn", "None"): ("MODE-12", "INPLACE-4", "MODE-9", "MODE-1", "LEAF-3", "LEAF-4", "DATA-1",
-                          "GRAPH-2", "LEAF-2", "LEAF-1"),
-    "grad_fn": ("MODE-12", "MODE-1", "INPLACE-8", "INPLACE-7", "GRAPH-10", "MODE-2", "DATA-1",
-                "GRAPH-3", "GRAPH-1"),
+    ("grad_fn", "None"): ("MODE-12", "FUNC-12", "FUNC-11", "FUNC-14", "FUNC-1", "INPLACE-4",
+                          "MODE-9", "MODE-1", "LEAF-3", "LEAF-4", "DATA-1", "GRAPH-2", "LEAF-2",
+                          "LEAF-1"),
+    "grad_fn": ("MODE-12", "FUNC-11", "FUNC-14", "FUNC-2", "FUNC-1", "MODE-1", "INPLACE-8",
+                "INPLACE-7", "GRAPH-10", "MODE-2", "DATA-1", "GRAPH-3", "GRAPH-1"),
     "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
     "grad_dtype": ("DATA-5", "GRAD-7"),
     # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
     # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)
-    ("version", "written"): ("VER-2",),
-    "version": ("VER-6", "VER-5", "VER-4", "DATA-2", "VER-2", "VER-1", "VER-3"),
-    "value": ("INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
+    ("version", "written"): ("FUNC-11", "VER-2"),
+    "version": ("FUNC-11", "FUNC-14", "VER-6", "VER-5", "VER-4", "DATA-2", "VER-2", "VER-1",
+                "VER-3"),
+    "value": ("FUNC-5", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-9", "FUNC-12", "FUNC-1",
+              "INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
               "DATA-1", None),
-    "results": ("SAVED-6", "DOUBLE-1", "API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
+    "results": ("SAVED-6", "FUNC-10", "FUNC-9", "FUNC-12", "FUNC-8", "FUNC-6", "FUNC-5",
+                "FUNC-13", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-4", "FUNC-1", "DOUBLE-1",
+                "API-10", "API-9", "API-7", "RETAIN-8", "API-6"),
     # is_grad_enabled inside a grad-mode block (by what the oracle says), and outside (after
     # one: MODE-4)
     ("grad_enabled", "inside, False"): ("MODE-12", "MODE-1", "MODE-3", "MODE-5", "MODE-6"),
@@ -128,5 +145,6 @@ def conformance_class(what: str, observable: str, oracle: str, engine: str,
 
 
 # the spec clauses the tables cite, for the test that every one exists
-CITED = sorted({c for t in (*ALLOWS.values(), *DEFINES.values(), *HOOK_CALLS.values())
+CITED = sorted({c for t in (*ALLOWS.values(), *DEFINES.values(), *HOOK_CALLS.values(),
+                           UNNAMED_ERROR)
                 for c in t if c is not None})

@@ -77,8 +77,9 @@ class Unspecified:
             self.stored.setdefault(g, set()).add(tensor)
         if kind.writes:
             g = self.group.get(s.target or "")
-            if "INFERENCE_INPLACE" in (o.error, e.error):
-                # UNSPEC-10: a refused write to an inference tensor may have written it or not
+            if {"INFERENCE_INPLACE", "DIRTY_LEAF"} & {o.error, e.error}:
+                # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
+                # Function marked dirty (UNSPEC-11), may have written it or not
                 self.open |= self._names(g) | {s.target}
             if g in self.stored:            # a write to a gradient tensor or a view of it
                 self.lost.update(self.stored[g])

@@ -42,7 +42,7 @@ from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from ..spec.reader import load_errors
-from .defining import ALLOWS, DEFINES, HOOK_CALLS, conformance_class
+from .defining import ALLOWS, DEFINES, HOOK_CALLS, UNNAMED_ERROR, conformance_class
 from .executor import names
 
 _ODD = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -177,6 +177,8 @@ def _outcome(o: Event, e: Event | None) -> tuple[str, str, tuple[str, ...], str 
         return word(o), word(e), errors[o.error], errors[o.error][0]
     if e is not None and e.status == "error" and e.error in errors:
         return word(o), word(e), ALLOWS.get(e.error, ()) + errors[e.error], errors[e.error][0]
+    if e is not None and e.status == "error" and o.status == "ok":
+        return word(o), word(e), UNNAMED_ERROR, None
     return word(o), word(e), (), None
 
 

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (each family registers its kinds)
     backward,
     contents,
     flags,
+    function,
     hooks,
     inplace,
     modes,

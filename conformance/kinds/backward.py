@@ -1,13 +1,13 @@
 """Backward-like statements: tensor.backward, autograd.backward and autograd.grad.
 
-Each takes an optional params.create_graph (DOUBLE-1): absent or False for a plain pass; the
-generator draws it from vocabulary 5 on autograd.grad (Grad.emit_recorded, conformance/gen/
-higher.py) and on tensor.backward (Backward.draw)."""
+Each takes an optional params.create_graph (DOUBLE-1), absent or False for a plain pass, drawn
+from vocabulary 5 on autograd.grad (Grad.emit_recorded, gen/higher.py) and tensor.backward."""
 from __future__ import annotations
 
 from ..lang.program import Stmt
 from ..lang.trace import plain
 from ..model import Node, Storage, T, captured, leaves_reached, needed, numel, predict, reach
+from ..model.graph import carried
 from ..model.tables import SHAPES
 from . import fields, source
 from .flags import check_optional_operand
@@ -376,8 +376,8 @@ class Grad(Kind):
 
     def _draw_inputs(self, g, t, nodes, bad):
         """The inputs of a drawn autograd.grad of t, or None when none fits."""
-        ins = [u for u in g.live(lambda u: u.rg and u.node is not None) if u.node in nodes
-               and u is not t]
+        sent = carried(nodes)       # less what a custom Function sends None to (FUNC-6)
+        ins = g.live(lambda u: u.rg and u.node is not None and id(u.node) in sent and u is not t)
         if bad == "UNUSED_INPUT":
             extra = g.make_leaf(rg=True)
             return ([g.choice("grad input", ins)] if ins else []) + [extra]

@@ -19,6 +19,7 @@ class SetData(Kind):
     caps = ("core", "data_assign")
     weight = 3
     since = 17
+    reweighted = ((19, 4),)     # vocabulary 19's custom Functions share a program's statements
     doc = ("target.data = args[0] (a name, or None, which raises DATA_NOT_TENSOR): target "
            "takes its memory, shape and dtype and keeps everything autograd keeps")
 

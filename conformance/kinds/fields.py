@@ -24,7 +24,8 @@ NAME = (str,)
 DTYPES = ("float32", "float64", "int64", "bool")
 # names a repro script binds or calls itself (its helpers, the builtins its lines call)
 RESERVED = frozenset({"torch", "json", "warnings", "show", "record", "scale", "wrong_shape",
-                      "post", "node_hook", "print", "list", "str", "type", "Exception", "exc"})
+                      "wrong_dtype", "non_tensor", "post", "node_hook", "saved_hooks", "multi",
+                      "print", "list", "str", "type", "Exception", "exc", "F", "define", "Any"})
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _LIMIT = 2 ** 63            # |number| below it: an int64, and a float torch holds as one
 NUMBER = (int, float)

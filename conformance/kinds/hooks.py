@@ -158,7 +158,8 @@ class PostHook(Kind):
                 f"post({(s.params.get('label') or s.out)!r}{returns}))"]
 
     def draw(self, g):
-        t = g.pick("post hook on", lambda u: u.leaf and u.rg and u.node is not None)
+        t = g.pick("post hook on", lambda u: u.leaf and u.rg and u.node is not None
+                   and not u.cut)
         if t is None or t.node is None:
             return False
         name = g.fresh("h")
@@ -278,6 +279,7 @@ class MultiGradHook(Kind):
     binds_handle = True
     weight = 6
     since = 14
+    reweighted = ((19, 7),)     # vocabulary 19's custom Functions share a program's statements
     doc = ("out = torch.autograd.graph.register_multi_grad_hook(args, fn, mode=params.mode): "
            "args name the tensors; params.mode 'all' (fn logs params.label and each gradient, "
            "None where there is none) or 'any' (fn logs the one gradient it gets)")

@@ -6,7 +6,7 @@ from typing import Any
 from ..lang import ops
 from ..lang.program import Stmt, index_of
 from ..model import T, broadcast, index_shape
-from ..model.shapes import broadcast_values
+from ..model.shapes import broadcast_values, writes_itself
 from ..model.tables import NUMBERS
 from . import fields, source
 from .registry import Kind, kind
@@ -126,6 +126,9 @@ class Setitem(Kind):
         """Emit t[index] = value (a tensor, or a number) and update the model."""
         tensors = [value] if isinstance(value, T) else []
         cl = g.apply_inplace(t, tensors, False, setitem=True)
+        if g.vocabulary >= 19 and t.node is not None and t.node.inplace and t.base is None \
+                and not writes_itself(t.shape, index):
+            t.node.holds = True     # a CopySlices: the next pass frees it (FREE-3)
         g.emit(Stmt("setitem", target=t.name, args=[value.name if tensors else value],
                     params={"index": index}),
                ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])

@@ -40,6 +40,7 @@ ORDER: tuple[str, ...] = (
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
     "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
+    "function", "dirty_function",
 )
 
 
@@ -147,6 +148,11 @@ class Kind:
 
     def render(self, s: Any, path: str) -> list[str]:
         raise NotImplementedError(f"statement kind {self.name!r} cannot be rendered")
+
+    def render_helpers(self) -> str:
+        """Source a script that has statements of this kind needs before them, beside the
+        renderer's own helpers (the custom Functions' classes)."""
+        return ""
 
     def render_body(self, s: Any, path: str, body: list[str], bound: list[str]) -> list[str]:
         """A block kind's lines after its header, given its body's lines (unindented) and the

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import functools
+from typing import Any
 
 from .graph import reach
 from .tensors import Node, T
@@ -88,15 +89,16 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     elif inplace:
         cl.append("VER-8")
     cl += _ERROR_PASS_CLAUSES.get(kind or "", [])
+    cl += [c for n in nodes for c in n.fn]      # the custom Functions it runs
     return cl + _packed_clauses(nodes, kind)
 
 
-def observed_state(t: T) -> tuple[bool, bool, bool, bool, str, bool, bool, bool, bool]:
+def observed_state(t: T) -> tuple[Any, ...]:
     """What of t the clauses of observing it depend on (observe_clauses), as a hashable key:
     a program's closing sweep observes every tensor, mostly in a few states."""
     return (t.leaf, t.has_grad, t.retains, t.rg, t.origin,
             t.node is not None and t.node.inplace, t.storage.version == 0, t.data_set,
-            t.packed_grad)
+            t.packed_grad, t.fn_grad)
 
 
 def observe_clauses(t: T, what: str) -> list[str]:
@@ -105,15 +107,17 @@ def observe_clauses(t: T, what: str) -> list[str]:
 
 
 @functools.cache
-def clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool, bool, bool],
-                         what: str) -> tuple[str, ...]:
+def clauses_of_observing(state: tuple[Any, ...], what: str) -> tuple[str, ...]:
     """observe_clauses of a tensor in `state` (observed_state): after `.data =` gave it new
     contents, the DATA clause that says what the observable shows first (spec/data.md); a
-    .grad a pass computed from a packed value written since, SAVED-6 first."""
-    *state7, data_set, packed_grad = state
+    .grad a pass computed from a packed value written since, SAVED-6 first; a .grad passes
+    through custom Functions computed, their clauses next."""
+    *state7, data_set, packed_grad, fn_grad = state
     cl = _clauses_of_observing(tuple(state7), what)
     if data_set:
         cl = _AFTER_SET_DATA.get(what, ()) + cl
+    if fn_grad and what == "grad":
+        cl = fn_grad + cl
     if packed_grad and what == "grad":
         cl = ("SAVED-6",) + cl
     return cl

@@ -18,6 +18,25 @@ def reach(roots: Iterable[Node | None]) -> list[Node]:
     return _reach(stack)
 
 
+def carried(nodes: list[Node]) -> set[int]:
+    """The ids of those of `nodes` (a pass's, from the roots on) that the pass sends a gradient
+    to: all, but for a parent a custom Function's backward returns None for (Node.cut) that no
+    other path reaches (FUNC-6)."""
+    if not any(n.cut for n in nodes):
+        return {id(n) for n in nodes}
+    below = {id(p) for n in nodes for p in n.parents}
+    ids = {id(n) for n in nodes}
+    stack = [n for n in nodes if id(n) not in below]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.extend(p for p in n.parents if id(p) in ids and not any(p is c for c in n.cut))
+    return seen
+
+
 def leaf_ids(node: Node) -> frozenset[int]:
     """The ids of the leaf accumulators reachable from node, kept on it (Node.leaves): its
     parents never change, and the generator asks again for every candidate operand."""
@@ -128,9 +147,10 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
                    inputs: list[T] | None) -> None:
     """A pass over `nodes` ran: free them unless retained, and mark the tensors whose .grad
     it wrote (the inputs, or the leaves and retaining tensors it reached)."""
-    ids = {id(n) for n in nodes}
+    ids = carried(nodes)
     # the pass computed with a packed value written since it was packed (SAVED-6)
     written = any(n.packed and any(st.version != v for st, v in n.saved) for n in nodes)
+    through = tuple(dict.fromkeys(c for n in nodes for c in n.fn))    # custom Functions run
     if not retain:
         for n in nodes:
             n.freed = True
@@ -140,3 +160,5 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
         if t.node is not None and id(t.node) in ids:
             t.has_grad = True
             t.packed_grad = t.packed_grad or written
+            if through:
+                t.fn_grad = tuple(dict.fromkeys(t.fn_grad + through))

@@ -15,6 +15,8 @@ def inplace_ok(t: T, grad_enabled: bool) -> bool:
     """In-place on t raises nothing the generator does not mean."""
     if not t.is_float or t.expanded or t.hidden or t.stale or t.multi_view:
         return False
+    if t.retains and t.output_nr:   # torch 2.13 fails an internal assert (docs/findings.md,
+        return False                # torch-4): never drawn
     if grad_enabled and (t.nograd_view or (t.leaf and t.rg) or leaf_rg_view(t)):
         return False
     return True
@@ -38,12 +40,14 @@ def _write_clauses(t: T) -> list[str]:
     return cl
 
 
-def _rebase(t: T, n: Node, setitem: bool) -> None:
-    """t's grad_fn is the in-place node n now; so are its base's and its siblings'."""
+def _rebase(t: T, n: Node, setitem: bool, copy_slices_hold: bool = False) -> None:
+    """t's grad_fn is the in-place node n now; so are its base's and its siblings'. The base's
+    node is a CopySlices, which a pass frees whatever it saved (copy_slices_hold: torch drops
+    its inner node)."""
     if t.old_node is not None:   # old graphs now reach a non-leaf (INPLACE-15)
         t.old_node.moved = True
         t.old_node = None
-    t.node, t.rg, t.leaf = n, True, False
+    t.node, t.rg, t.leaf, t.output_nr = n, True, False, 0
     if not setitem:     # an in-place method sets t's grad_fn; setitem does not
         t.made_at, t.doubt_at = t.storage.version, t.storage.doubt
     elif t.base is not None:
@@ -51,7 +55,11 @@ def _rebase(t: T, n: Node, setitem: bool) -> None:
     base = t.base
     if base is not None:
         base.node = Node(parents=([base.node] if base.rg and base.node else []) + [n],
-                         inplace=True)
+                         inplace=True, holds=copy_slices_hold)
+        if copy_slices_hold and not setitem:
+            # the written view's grad_fn is a view node over its base's CopySlices, as its
+            # siblings' are (a pass from it reaches, and finds freed, the CopySlices)
+            t.node = Node(parents=[base.node], inplace=True)
         base.rg, base.leaf = True, False
     for v in (base or t).views:
         if v is not t:
@@ -73,7 +81,7 @@ def hide_refused_views(tensors: Iterable[T], storage: Storage) -> None:
 
 def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
                   saved_out: bool, setitem: bool = False, holds: bool = False,
-                  saved_args: Iterable[T] = ()) -> list[str]:
+                  saved_args: Iterable[T] = (), copy_slices_hold: bool = False) -> list[str]:
     """Update the model for an in-place op on t with tensor operands `args` (`tensors` are
     all the program's tensors); `saved_args` are the operands its node saves as they are
     before the write (VER-11); return the clauses it exercises."""
@@ -92,7 +100,7 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
         n = Node(parents=parents, inplace=True, holds=holds, saved=saved)
         if saved_out:
             n.saved.append((t.storage, t.storage.version))
-        _rebase(t, n, setitem)
+        _rebase(t, n, setitem, copy_slices_hold)
         if args_rg and not was_rg:
             cl.append("INPLACE-10")
     if t.origin == "data":

@@ -64,6 +64,25 @@ def index_shape(shape: tuple[int, ...], index: list[Any]) -> tuple[int, ...]:
     return tuple(out) + shape[d:]
 
 
+def writes_itself(shape: tuple[int, ...], index: list[Any]) -> bool:
+    """Whether `x[index] = v` writes x itself (a copy_ into x), not a view of it through a
+    CopySlices: every item "..." or a slice torch does not apply, from 0 (or None) to the dim's
+    end or past it, step 1 (FREE-3: `t[0:n]`, `t[...]` and `t[0:100]` do, `t[-n:]` does not)."""
+    d = 0
+    for item in index:
+        if isinstance(item, str):
+            d = len(shape) - sum(1 for i in index if not isinstance(i, str)) + d
+            continue
+        if not isinstance(item, dict):
+            return False
+        start, stop, step = item["slice"]
+        if start not in (None, 0) or step not in (None, 1) or (
+                stop is not None and (d >= len(shape) or stop < shape[d])):
+            return False
+        d += 1
+    return True
+
+
 ViewOption = tuple[str, dict[str, Any], tuple[int, ...]]
 
 

@@ -36,6 +36,10 @@ class Node:
     post_hooks: list[str] = field(default_factory=list)
     returning: list[str] = field(default_factory=list)       # post hooks that return a value
     node_hooks: int = 0              # hooks on the grad_fn itself (HOOK-15)
+    fn: tuple[str, ...] = ()         # a custom Function's node: the clauses its row exercises
+    #                                  (conformance/lang/functions.py) ...
+    cut: list[Node] = field(default_factory=list)   # ... and the parents its backward sends
+    #                                  no gradient to (None: FUNC-6)
     packed: str = ""                 # recorded under saved-tensor hooks: their unpack
     #                                  behaviour (kinds/saved.py); not version-checked: SAVED-6
     frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
@@ -65,6 +69,12 @@ class T:
     has_grad: bool = False
     packed_grad: bool = False        # its .grad holds what a pass computed from a packed value
     #                                  written after the pack (SAVED-6)
+    fn_grad: tuple[str, ...] = ()    # its .grad holds what passes through custom Functions'
+    #                                  nodes computed: their clauses (Node.fn)
+    output_nr: int = 0               # its place among its node's outputs (a custom Function's
+    #                                  second result: 1); an in-place op makes it 0 again
+    cut: bool = False                # a custom Function's backward sends it no gradient (FUNC-6):
+    #                                  a pass may reach it with none, so no hook is drawn on it
     hidden: bool = False             # never used again (aliased as some .grad; UNSPEC-9)
     old_node: Node | None = None     # after requires_grad_(False): the accumulator old graphs hold
     stale: bool = False              # its grad_fn is regenerated lazily by torch
@@ -97,7 +107,7 @@ class T:
         # the view was made (x[0], then x written under no_grad; pytorch/pytorch#196459):
         # never draw that, nor where a write may have reached it (Storage.doubt).
         # The same for a copy torch may have made a view of what was written since (reach_at).
-        return self.rg and self.node is not None and (
+        return self.rg and self.node is not None and not self.cut and (
             self.base is None or self.storage.version == self.made_at
             and self.storage.doubt == self.doubt_at) and (
             self.reach_at is None or self.reach_at == tuple(

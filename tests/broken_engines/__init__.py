@@ -16,7 +16,9 @@ did at the first differing observation:
   (LEAF-3), in-place writes on leaves under no_grad raise (INPLACE-4), and views taken under
   no_grad are not marked as such (MODE-9), nor refused once their base is written (MODE-11);
   the body of a generator function decorated with no_grad runs with grad enabled (MODE-12),
-  and an op under no_grad inside saved-tensor hooks calls the pack hook (SAVED-1);
+  an op under no_grad inside saved-tensor hooks calls the pack hook (SAVED-1), and a custom
+  Function applied under no_grad records its node (FUNC-1) or, marking a leaf dirty, raises
+  (FUNC-11);
 - leaf_inplace_allowed writes under no_grad, so a view taken under no_grad, or in inference
   mode, can be modified in place with grad mode enabled (MODE-9, INFER-7).
 
@@ -33,7 +35,8 @@ BROKEN = {
     "tests.broken_engines.never_frees:factory": ("FREE-1",),
     "tests.broken_engines.leaf_inplace_allowed:factory": ("INPLACE-1", "MODE-9", "INFER-7"),
     "tests.broken_engines.no_grad_ignored:factory": ("MODE-1", "LEAF-3", "INPLACE-4", "MODE-9",
-                                                  "MODE-11", "MODE-12", "SAVED-1"),
+                                                  "MODE-11", "MODE-12", "SAVED-1", "FUNC-1",
+                                                  "FUNC-11"),
 }
 
 FAULTS = {

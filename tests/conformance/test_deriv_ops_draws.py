@@ -13,6 +13,7 @@ from conformance.gen.focus import SCENARIOS, focus_table
 from conformance.gen.order import clause_requires
 from conformance.judge.compare import compare, precision
 from conformance.lang import ops
+from conformance.lang.functions import ROWS as FUNCTION_ROWS
 from conformance.lang.program import Program, Stmt
 
 V4 = {r.name for r in ops.OPS if r.needs == "deriv_ops"}
@@ -81,6 +82,21 @@ def _check_exact_operands(program: Program) -> int:
         elif s.op == "multi_view":      # split, chunk, unbind: views, one name per output
             for n in s.params["outs"]:
                 exact[n], group[n] = exact.get(s.target, False), group.get(s.target, -1)
+        elif s.op == "function" and path not in raises:
+            # the catalogue's Functions compute with + and * (and floor): exact from exact
+            # arguments; Identity returns a view of its argument
+            row = FUNCTION_ROWS[s.params["fn"]]
+            tensors = [s.target] + [a for a in s.args if isinstance(a, str)]
+            if row.nondiff:         # WithFloor's floor jumps
+                assert all(exact[a] for a in tensors), s
+                checked += 1
+            for n in s.params.get("outs") or [s.out]:
+                exact[n] = all(exact.get(a, False) for a in tensors)
+                group[n] = group.get(s.target, -1) if row.returns_input else len(group)
+        elif s.op == "dirty_function" and s.target in group and path not in raises:
+            for n, gid in group.items():        # a write, as an in-place op's
+                if gid == group[s.target]:
+                    exact[n] = False
         elif s.op == "set_data" and path not in raises:
             # `.data =` (DATA-1, DATA-3): the target now holds the value's memory, the tensors
             # that shared its old memory keep that

@@ -228,6 +228,18 @@ VOCABULARY_17_DIGESTS = {
     ("core", 20, 0, 100):
         "ed3ca5e7e3b9caa3b9be0efe0ee4d1595415dae1ae48356081e854ebc66b91c9",
 }
+# Vocabulary 18 (`gradspec run`'s before vocabulary 19), recorded at d4699d0 before custom
+# Functions were drawn.
+VOCABULARY_18_DIGESTS = {
+    ("all", 20, 0, 150):
+        "f8d90b593f5db750bdac6ca9d757261c2f9640a11e81ed0f6cb8dd9e9f8a63e6",
+    ("all", 40, 3000, 50):
+        "028753ff83e3b6ddaa0f52a7bad19b4da29430c6a98f6a390973bda3b66bd885",
+    ("no-grad_fn", 20, 0, 100):
+        "7cfd1d15c23a7620cddc54107d264b7dc21a8ef58b9a8bad3f636c813b899c47",
+    ("core", 20, 0, 100):
+        "1da7be073032d28b7ad28a456f6acfe982a3d1e7ff12e41ddc14a52acb63aac6",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -259,7 +271,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
           13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
-          16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS}
+          16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS, 18: VOCABULARY_18_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],

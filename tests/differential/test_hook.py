@@ -327,3 +327,56 @@ def test_hooks_and_retain_grad_on_the_outputs_of_a_custom_function(differential)
         (a.sum() + b.sum()).backward()
         log("a.grad, b.grad, x.grad", [a.grad, b.grad, x.grad])
     differential(prog)
+
+
+@pytest.mark.clause("HOOK-15", "FUNC-5")
+@pytest.mark.parametrize("node", ["built-in mul", "custom Function", "custom Function, "
+                                  "setup_context"])
+@pytest.mark.parametrize("pass_", ["backward(inputs=)", "autograd.grad"])
+def test_a_post_hook_sees_what_the_node_computed_for_an_input_the_pass_prunes(
+        differential, node, pass_):
+    """A built-in node computes nothing for an input on no path to what the pass wants, so its
+    post hook sees None there; a custom Function's backward still returns a gradient for it
+    (needs_input_grad ignores the pruning), which the post hook sees and the pass drops."""
+    def prog(torch, log):
+        class Mul(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+
+        class MulCtx(torch.autograd.Function):
+            @staticmethod
+            def forward(a, b):
+                return a * b
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(*inputs)
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+
+        for dname, dt in (("float32", torch.float32), ("float64", torch.float64)):
+            for shape in ([0.5, 1.0], [[0.5], [-1.5]]):
+                a = torch.tensor(shape, dtype=dt, requires_grad=True)
+                b = torch.tensor(shape, dtype=dt, requires_grad=True) * -0.75
+                fn = {"built-in mul": lambda x, y: x * y, "custom Function": Mul.apply,
+                      "custom Function, setup_context": MulCtx.apply}[node]
+                y = fn(a * 2, b)
+                seen = []
+                y.grad_fn.register_hook(lambda gi, go, seen=seen: seen.append(list(gi)))
+                if pass_ == "autograd.grad":
+                    got = torch.autograd.grad(y.sum(), [b])
+                else:
+                    y.sum().backward(inputs=[b])
+                    got = [b.grad]
+                log(f"{dname} {len(shape)}-d", [seen, got, a.grad])
+    differential(prog)
