@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import model
 from ..kinds import of
+from ..kinds.inplace import setitem_node
 from ..lang.ops import INPLACE_HOLDS, ROWS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Stmt
 from ..model import T
@@ -244,6 +245,7 @@ def leaf_moved_into_graph(g: Any) -> bool:
         index = g.draw_index(x)
         w = g.make_leaf(shape=model.index_shape(x.shape, index), dtype=x.dtype, rg=True)
         cl = g.apply_inplace(x, [w], False, setitem=True)
+        setitem_node(g, x, index)
         g.emit(Stmt("setitem", target=x.name, args=[w.name], params={"index": index}),
                ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
     else:

@@ -14,8 +14,9 @@ NotImplementedError, or an engine error, makes the probe fail. `node_hooks`, `cu
 `data_assign` and `saved_tensors_hooks` are probed through the engine's
 torch-shaped module when the adapter is a plain view of one (it renders repros as
 `import X as torch`), and are left unprobed otherwise (the node hooks probe predates the
-`node_hook` program statement; no program statement defines a custom Function, assigns `.data`,
-calls `set_()` or registers saved-tensor hooks).
+`node_hook` program statement, the custom Function probe the `function` statement, which applies
+a Function of a fixed catalogue where the probe defines its own; no program statement calls
+`set_()`).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..lang import functions
 from ..lang.functions import ROWS, Fn
 from ..lang.program import Stmt
-from ..model import T, broadcast
+from ..model import Node, T, broadcast
 from . import deriv_ops, fields, source
 from .registry import Kind, kind
 from .tensors import Call
@@ -87,6 +87,8 @@ class Function(Kind):
         if not names:
             x.env[s.out] = got
             return
+        if not isinstance(got, (tuple, list)):
+            raise RuntimeError(f"{s.params['fn']} returned {type(got).__name__}, not a tuple")
         got = tuple(got)
         if len(got) != len(names):
             raise RuntimeError(f"{s.params['fn']} returned {len(got)} outputs, not {len(names)}")
@@ -154,9 +156,15 @@ def emit_apply(g: Any, row: Fn, a: T, b: T | None = None, expect: str | None = N
     outs = [t]
     for i in range(1, row.outputs):
         other = g.result(shape, dtype, [] if i in row.nondiff else inputs)
-        other.node, other.exact = (None if i in row.nondiff else t.node), t.exact
-        other.output_nr = i
+        other.exact, other.output_nr = t.exact, i
         outs.append(other)
+    if row.outputs > 1 and t.node is not None:
+        # torch tells the outputs apart by (node, slot): each gets a node of its own over the
+        # Function's, so that a pass from one neither reaches nor credits the other
+        fnode = t.node
+        for o in outs:
+            if o.node is not None:
+                o.node = Node(parents=[fnode])
     params: dict[str, Any] = {"fn": row.name}
     if row.outputs > 1:
         params["outs"] = [o.name for o in outs]
@@ -192,11 +200,14 @@ class DirtyFunction(Kind):
         return [f"{s.target} = {call_source(s)}"]
 
     def draw(self, g, target: T | None = None, expect: str | None = None) -> bool:
-        if target is None and g.boolean("dirty input with a .grad", 50):
+        if target is None and g.grad_enabled and g.boolean("dirty input with a .grad", 50):
             # a recorded call drops a retained .grad (FUNC-11): one that has one, if any
             target = g.pick("dirty input with a .grad", lambda u: u.retains and u.has_grad
                             and u.rg and g.inplace_ok(u))
-        t = target or g.pick("dirty Function input", g.inplace_ok)
+        # with grad mode off, torch returns a detached alias of an input that requires grad
+        # (FUNC-11): the name would be rebound to another tensor, which is not modelled
+        fits = (lambda u: g.inplace_ok(u) and (g.grad_enabled or not u.rg))
+        t = target or g.pick("dirty Function input", fits)
         if t is None or g.inference:
             return False
         row = ROWS[DIRTY[0]]

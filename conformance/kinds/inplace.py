@@ -126,12 +126,18 @@ class Setitem(Kind):
         """Emit t[index] = value (a tensor, or a number) and update the model."""
         tensors = [value] if isinstance(value, T) else []
         cl = g.apply_inplace(t, tensors, False, setitem=True)
-        if g.vocabulary >= 19 and t.node is not None and t.node.inplace and t.base is None \
-                and not writes_itself(t.shape, index):
-            t.node.holds = True     # a CopySlices: the next pass frees it (FREE-3)
+        setitem_node(g, t, index)
         g.emit(Stmt("setitem", target=t.name, args=[value.name if tensors else value],
                     params={"index": index}),
                ["INPLACE-9" if c == "INPLACE-7" else c for c in cl])
+
+
+def setitem_node(g, t: T, index: list[Any]) -> None:
+    """After the model's write of t[index]: from vocabulary 19, t's node is a CopySlices that
+    the next pass frees (FREE-3) unless the setitem writes t itself (`writes_itself`)."""
+    if g.vocabulary >= 19 and t.node is not None and t.node.inplace and t.base is None \
+            and not writes_itself(t.shape, index):
+        t.node.holds = True
 
 
 def _saved_operands(g, t, fn, tensors):
