@@ -240,6 +240,18 @@ VOCABULARY_18_DIGESTS = {
     ("core", 20, 0, 100):
         "1da7be073032d28b7ad28a456f6acfe982a3d1e7ff12e41ddc14a52acb63aac6",
 }
+# Vocabulary 19 (`gradspec run`'s before vocabulary 20), recorded at 89706fc before detach_(),
+# set_() and nested or disabled saved-tensor hooks were drawn.
+VOCABULARY_19_DIGESTS = {
+    ("all", 20, 0, 150):
+        "8faa211557bcd82e3990d08eedae4310b90883a19b0f41af000d9878d3226357",
+    ("all", 40, 3000, 50):
+        "fb5cd78d3409ffb731e9641b898b539cd0da3012fc7fb2047d401babe1b5ab88",
+    ("no-grad_fn", 20, 0, 100):
+        "8164fc6bbc6d4acdeca34b77e333ba3352efbf8bb0a23afbec73fdea66aad9df",
+    ("core", 20, 0, 100):
+        "365c17605966d2eee1a7550e84aa68e3be1ed8df9fd08a3ddee81ea6bb45a42a",
+}
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -271,7 +283,8 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           9: VOCABULARY_9_DIGESTS, 10: VOCABULARY_10_DIGESTS,
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
           13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
-          16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS, 18: VOCABULARY_18_DIGESTS}
+          16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS, 18: VOCABULARY_18_DIGESTS,
+          19: VOCABULARY_19_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
