@@ -260,6 +260,8 @@ def set_(a, src):                           # torch::autograd::NotImplemented; s
         raise errors.set_dtype(src._dtype, a._dtype)
     check_inplace(a, (src,))
     _, node = record(src._data, a._be, "torch::autograd::NotImplemented", _set_bw, (a, src))
+    if node is not None:
+        node.seq = float("inf")     # runs as soon as it is ready, as an accumulator (HOOK-14)
     a._data = src._data
     a._vc[0] += 1
     return a if node is None else rebase_history(a, node)

@@ -284,6 +284,45 @@ def test_set_while_recording_trips_the_version_check(differential):
     differential(prog)
 
 
+@pytest.mark.clause("DATA-8", "HOOK-14")
+@pytest.mark.parametrize("other", ("hooked", "stale saved value", "freed"))
+@pytest.mark.parametrize("set_made", ("first", "last"))
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("api", ("backward", "autograd.grad"))
+def test_the_node_of_set_runs_as_soon_as_it_is_ready(differential, other, set_made, dtype,
+                                                      api):
+    """set_'s node runs before any other ready node, whichever was recorded last: nothing on
+    the other branch runs first, neither a hook, nor a stale saved value's check, nor a freed
+    node's."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        w = torch.tensor([0.5, 2.0], dtype=dt, requires_grad=True)
+        p = torch.zeros(2, dtype=dt)
+
+        def branch():
+            r = w.relu() * 1 if other != "stale saved value" else w.relu()
+            if other == "hooked":
+                r.register_hook(lambda g: log("hook on the other branch", g))
+            elif other == "stale saved value":
+                r.add_(1.0)         # relu saved its result, which this write makes stale
+            else:
+                r.sum().backward(retain_graph=False)
+            return r
+        if set_made == "last":
+            r = branch()
+        p.set_(w * 3)
+        if set_made == "first":
+            r = branch()
+        log("node", p.grad_fn.name())
+        root = (p + r).sum()
+        if api == "backward":
+            log.attempt("backward", lambda: root.backward())
+        else:
+            log.attempt("autograd.grad", lambda: torch.autograd.grad(root, w))
+        log("w.grad", w.grad)
+    differential(prog)
+
+
 @pytest.mark.clause("UNSPEC-12")
 def test_a_stale_grad_keeps_its_dtype_until_a_backward(differential):
     def prog(torch, log):
