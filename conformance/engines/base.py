@@ -29,7 +29,6 @@ are n/a (`gradspec run --classes` overrides the claim for one run).
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -38,62 +37,11 @@ from typing import Any
 
 from ..spec.examples import classify
 from ..spec.reader import CLASSES
+from .needs import KEYWORDS, NEEDS, accepts
 
 Tensor = Any        # the engine's tensor type
 Handle = Any        # the engine's hook handle type
 Number = int | float
-
-
-# capability (spec/README.md) -> the Engine methods the statements and observables it allows
-# call: an engine that declares the capability implements each (load_engine checks it, and
-# docs/engines.md lists them; tests/conformance/test_engines.py checks this table against what
-# the statement kinds call). `core` is every engine's.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "core": ("leaf", "call", "detach", "data", "requires_grad_", "backward",
-             "autograd_backward", "set_grad", "to_list", "get_grad", "is_leaf",
-             "requires_grad", "shape", "dtype"),
-    "grad_fn": ("grad_fn_name", "next_functions"),
-    "retain_grad": ("retain_grad", "retains_grad"),
-    "hooks": ("register_hook", "remove_hook"),
-    "post_accumulate_hooks": ("register_post_accumulate_grad_hook", "remove_hook"),
-    "node_hooks": ("register_node_hook", "remove_hook"),
-    "version_counter": ("version_counter",),
-    "views": ("view", "getitem"),
-    "inplace": ("inplace", "setitem"),
-    "autograd_grad": ("autograd_grad",),
-    "grad_modes": ("grad_mode", "grad_mode_decorator", "is_grad_enabled"),
-    "retain_graph": (),
-    "warnings": (),                 # classify_warning has a default: the spec's own table
-    "backward_inputs": (),
-    "deriv_ops": (),                # ops of the op table: call and inplace (core's)
-    "create_graph": ("autograd_grad",),     # ... with the keywords below
-    "inference_mode": ("grad_mode", "grad_mode_decorator", "is_inference"),
-    "custom_function": ("apply_function",),     # the catalogue of conformance/lang/functions.py
-    "data_assign": ("set_data",),   # set_() has no statement: probed (judge/probes.py)
-    "saved_tensors_hooks": ("saved_tensors_hooks", "save_on_cpu", "clone"),
-    "multi_grad_hooks": ("register_multi_grad_hook", "remove_hook"),
-    "narrow_select": (),            # view rows of the op table (views' own method)
-    "multi_views": ("view_many",),
-    "grad_dtype": ("grad_dtype", "set_grad_dtype"),
-    "requires_grad_setter": ("set_requires_grad",),
-}
-# capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
-# method predates the keyword, say a TorchLike subclass overriding backward, would fail every
-# program that uses it, so it is refused at load instead)
-KEYWORDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "create_graph": (("backward", "create_graph"), ("autograd_backward", "create_graph"),
-                     ("autograd_grad", "create_graph")),
-}
-
-
-def _accepts(method: Any, keyword: str) -> bool:
-    """Whether a bound method takes `keyword` (a parameter of that name, or **kwargs)."""
-    try:
-        params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):     # no signature to read: take it at its word
-        return True
-    return any((p.name == keyword and p.kind is not p.POSITIONAL_ONLY)
-               or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> list[str]:
@@ -110,7 +58,7 @@ def unimplemented(engine: object, capabilities: frozenset[str] | set[str]) -> li
                     isinstance(engine, Engine) and own is getattr(Engine, m)):
                 missing.append(f"{cap}: {m}")
         for m, keyword in KEYWORDS.get(cap, ()):
-            if callable(getattr(engine, m, None)) and not _accepts(getattr(engine, m), keyword):
+            if callable(getattr(engine, m, None)) and not accepts(getattr(engine, m), keyword):
                 missing.append(f"{cap}: {m}({keyword}=...)")
     return missing
 
@@ -183,6 +131,16 @@ class Engine(ABC):
         DATA-2); `value` None must raise DATA_NOT_TENSOR (DATA-6)."""
         raise NotImplementedError
 
+    def set_(self, t: Tensor, src: Tensor) -> None:
+        """(capability data_assign) `t.set_(src)`: t shares src's storage and shape, as an
+        in-place write of t (DATA-7, DATA-8)."""
+        raise NotImplementedError
+
+    def detach_(self, t: Tensor) -> None:
+        """(capability detach_inplace) `t.detach_()`: t stops requiring grad and becomes a
+        leaf, in place; refused on a view (VIEW-8, VER-16, INPLACE-1)."""
+        raise NotImplementedError
+
     def retain_grad(self, t: Tensor) -> None:
         raise NotImplementedError
 
@@ -240,6 +198,10 @@ class Engine(ABC):
 
     def clone(self, t: Tensor) -> Tensor:
         """`t.detach().clone()`: what a pack hook that copies returns."""
+        raise NotImplementedError
+
+    def disable_saved_tensors_hooks(self, message: str) -> AbstractContextManager[Any]:
+        """torch.autograd.graph.disable_saved_tensors_hooks(message) (SAVED-10)."""
         raise NotImplementedError
 
     def save_on_cpu(self) -> AbstractContextManager[Any]:

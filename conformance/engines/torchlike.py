@@ -19,7 +19,7 @@ ALL_CAPABILITIES = frozenset({
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
-    "narrow_select", "multi_views", "grad_dtype", "requires_grad_setter"})
+    "narrow_select", "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -77,6 +77,12 @@ class TorchLike(Engine):
 
     def data(self, t):
         return t.data
+
+    def detach_(self, t):
+        t.detach_()
+
+    def set_(self, t, src):
+        t.set_(src)
 
     def requires_grad_(self, t, value):
         t.requires_grad_(value)
@@ -136,6 +142,9 @@ class TorchLike(Engine):
 
     def save_on_cpu(self):
         return self.torch.autograd.graph.save_on_cpu()
+
+    def disable_saved_tensors_hooks(self, message):
+        return self.torch.autograd.graph.disable_saved_tensors_hooks(message)
 
     # ---- custom Functions ------------------------------------------------------------------
     def apply_function(self, name, args, legacy=False):

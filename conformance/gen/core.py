@@ -67,6 +67,7 @@ class Gen(BackwardPasses):
         self.inference = False          # inside an inference-mode block (gen/inference.py)
         self.made_inference = False     # ... and a tensor was made there: picks skip those
         self.depth = 0
+        self.saved_blocks = 0           # saved_hooks blocks the draw is inside (kinds/saved.py)
         self.out: list[Stmt] = []
         self.dtype = "float64"
         self.expect: dict[int, str] = {}

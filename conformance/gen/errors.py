@@ -4,10 +4,10 @@ About one step in twenty (WEIGHT in the statement draw, order.py) is a deliberat
 recipe that provokes one error kind of spec/errors.md. Every kind a program can express has a
 move here, in errors_backward.py (the errors a backward pass raises), errors_inference.py
 (inference mode), errors_overlap.py (memory shared within a write), errors_data.py
-(`.data =`), errors_saved.py (saved-tensor hooks) or errors_function.py (custom
-Functions); INEXPRESSIBLE says why any other cannot. The draw among the moves is in
-ERROR_ORDER, never in declaration order, and ERROR_MOVES, ERROR_CLAUSE, NO_GRAD_ERRORS and
-NATURAL_ERROR_CAPS are derived from the declarations.
+(`.data =`), errors_saved.py (saved-tensor hooks), errors_function.py (custom Functions) or
+errors_detach.py (`detach_()`); INEXPRESSIBLE says why any other cannot. The draw among the
+moves is in ERROR_ORDER, never in declaration order, and ERROR_MOVES, ERROR_CLAUSE,
+NO_GRAD_ERRORS and NATURAL_ERROR_CAPS are derived from the declarations.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..model.tables import NUMBERS, SHAPES
 from . import (
     errors_backward,  # noqa: F401  (declares the moves of backward passes)
     errors_data,  # noqa: F401  (declares the moves of `.data =`)
+    errors_detach,  # noqa: F401  (declares the moves of detach_())
     errors_function,  # noqa: F401  (declares the moves of custom Functions)
     errors_inference,  # noqa: F401  (declares the moves of inference mode)
     errors_overlap,  # noqa: F401  (declares the moves of overlapping memory)
@@ -52,7 +53,8 @@ ERROR_ORDER = (
     "NO_GRAD_VIEW_BASE_INPLACE", "SELF_OVERLAPPING_WRITE", "DATA_REQUIRES_GRAD_DTYPE",
     "DATA_NOT_TENSOR", "HOOK_CHANGED_TYPE", "HOOK_RETURNED_NON_TENSOR", "UNPACK_NOT_TENSOR",
     "FUNCTION_GRAD_COUNT", "FUNCTION_INVALID_GRADIENT", "DIRTY_LEAF", "CUSTOM_VIEW_INPLACE",
-    "LEGACY_FUNCTION",
+    "LEGACY_FUNCTION", "DETACH_VIEW_INPLACE", "SAVED_DETACHED_INPLACE", "SET_DTYPE",
+    "SET_BACKWARD",
 )
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
@@ -68,13 +70,8 @@ INEXPRESSIBLE: dict[str, str] = {
                            "functions of gen/higher.py are drawn from the op table",
     "CUSTOM_VIEW_BASE_INPLACE": "an output of Identity is hidden once its memory is written "
                                 "(kinds/function.py)",
-    # spec/data.md: no statement calls set_() (NOT_GENERATED)
-    **dict.fromkeys(("SET_DTYPE", "SET_BACKWARD"), "no statement calls set_()"),
     "PACK_HOOK_INPLACE": "a pack hook that writes its input leaves values the spec does not "
                          "fix (UNSPEC-13)",
-    # spec/view.md, spec/version.md: no statement draws detach_() (NOT_GENERATED)
-    "DETACH_VIEW_INPLACE": "no statement draws detach_()",
-    "SAVED_DETACHED_INPLACE": "no statement draws detach_()",
 }
 
 _LEAF_INPLACE_FNS = (("add_", 2), ("mul_", 1), ("iadd", 1), ("zero_", 1), ("exp_", 1))

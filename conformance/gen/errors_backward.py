@@ -48,7 +48,7 @@ def write_under_no_grad(g: Any, target: T) -> None:
 _WRITE_ROUTES = (("itself", 2), ("through detach()", 1), ("through a view", 1))
 
 
-def _saving_op(g: Any, saves: frozenset[str], fallback: list[str]) -> tuple[str, dict]:
+def saving_op(g: Any, saves: frozenset[str], fallback: list[str]) -> tuple[str, dict]:
     """A unary op that saves what `saves` names, with its settings: from vocabulary 3 any of
     the table's that does (relu and sqrt too), before it one of `fallback`."""
     if g.vocabulary < 3:
@@ -111,11 +111,11 @@ def _saved_and_written(g: Any, recipe: str) -> T:
         # from vocabulary 19 also for a view of a leaf, which only a no_grad block may write
         a = g.call1(a, "mul", [2.0], {}, ["GRAPH-6"])
     if recipe == "saved output":
-        fn, kw = _saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])
+        fn, kw = saving_op(g, SAVES_OUTPUT, ["exp", "tanh", "sigmoid"])
         y = g.call1(a, fn, [], kw, ["VER-10"])
         target = y
     else:
-        fn, kw = _saving_op(g, SAVES_INPUT, ["sin", "cos", "pow"])
+        fn, kw = saving_op(g, SAVES_INPUT, ["sin", "cos", "pow"])
         y = g.call1(a, fn, [], kw, ["VER-9"])
         target = a
     _write_saved(g, target)
@@ -146,8 +146,9 @@ def graph_freed(g: Any) -> bool:
 
 @error_move("IMPLICIT_GRAD_NONSCALAR", clause="API-1")
 def implicit_grad_nonscalar(g: Any) -> bool:
-    t = g.rg_tensor("non-scalar", lambda u: u.ndim >= 1)
-    if not t.shape:
+    # torch takes a tensor of one element as a scalar: from vocabulary 20 none is picked
+    t = g.rg_tensor("non-scalar", lambda u: u.ndim >= 1 and (g.vocabulary < 20 or u.numel > 1))
+    if not t.shape or (g.vocabulary >= 20 and t.numel == 1):
         t = g.make_leaf(shape=(2,), rg=True)
     return g.emit_backward(t, [], retain=None, inputs=[], kind="IMPLICIT_GRAD_NONSCALAR")
 

@@ -3,10 +3,11 @@ engines declare `inference_mode`, a scenario draws an inference-mode block that 
 that requires grad: a factory's inference tensor, an op of the tensor (an inference tensor that
 does not require grad, INFER-1, INFER-2), sometimes a view of it (ordinary, INFER-2), the grad
 mode as seen inside (INFER-1) and an in-place op inside (on the inference tensor, INFER-3, or
-on the ordinary one it reads, whose version counts, INFER-2); then, outside, whether each is an
-inference tensor, and sometimes what may be done with one there: an op that records without
-saving it, and a backward pass through it (INFER-5). What must raise is drawn by the error
-moves of gen/errors_inference.py.
+on the ordinary one it reads, whose version counts, INFER-2), and from vocabulary 20 a
+detach_() of what it reads, which changes nothing there (VER-16, VIEW-8); then, outside,
+whether each is an inference tensor, and sometimes what may be done with one there: an op that
+records without saving it, and a backward pass through it (INFER-5). What must raise is drawn
+by the error moves of gen/errors_inference.py.
 """
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ def inference_mode(g: Any) -> bool:
             if KINDS["inplace"].draw(g, target=t):
                 g.out[-1].clauses = g.tags([*g.out[-1].clauses,
                                             "INFER-3" if inference else "INFER-2"])
+        if g.vocabulary >= 20 and g.has("detach_inplace") and g.boolean("detach_ inside", 35):
+            # changes nothing in inference mode (VER-16), on a view of a too (VIEW-8)
+            with g.on(made.get("view") or a):
+                KINDS["detach_"].draw(g)
     if not inference_block(g, body):
         return False
     for t in made.values():

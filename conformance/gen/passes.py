@@ -80,5 +80,8 @@ class BackwardPasses:
         if predicted is None and kind is None:
             self.after_backward(nodes, retain or (create_graph and retain is None),
                                 inputs or None)
+        elif (kind or predicted) in ("SET_BACKWARD", "SAVED_DETACHED_INPLACE") and not retain:
+            for n in model.ran_before_failure(nodes):      # they ran, and freed what they held
+                n.freed = True
         return True
 

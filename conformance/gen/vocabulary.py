@@ -72,7 +72,14 @@ from __future__ import annotations
 # the catalogue conformance/lang/functions.py (FUNC-1 to -6 and -8 to -14), and the error moves
 # FUNCTION_GRAD_COUNT, FUNCTION_INVALID_GRADIENT, DIRTY_LEAF, CUSTOM_VIEW_INPLACE and
 # LEGACY_FUNCTION (gen/errors_function.py: FUNC-7, -8, -11, -14, -15).
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+# Vocabulary 20 draws detach_() where the engine declares detach_inplace (the statement kind
+# detach_, kinds/flags.py: VER-16, VIEW-8 and INPLACE-1 for a leaf) and its errors
+# DETACH_VIEW_INPLACE and SAVED_DETACHED_INPLACE (gen/errors_detach.py); and set_() where it
+# declares data_assign (the statement kind set_, kinds/contents.py: DATA-7, DATA-8) and its
+# errors SET_DTYPE and SET_BACKWARD (gen/errors_data.py); and, where it declares
+# saved_tensors_hooks, a saved_hooks block nested in another (SAVED-4), a custom Function applied
+# inside one (SAVED-11) and the block kind disable_saved_hooks (SAVED-10, kinds/saved.py).
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -84,7 +91,7 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
                     "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
                     "create_graph", "inference_mode", "custom_function",
                     "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
-                    "multi_views", "grad_dtype", "requires_grad_setter")
+                    "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
 # (custom_function: vocabulary 19 is the first to draw a torch.autograd.Function; from
@@ -92,7 +99,7 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
 CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
                     "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6,
                     "multi_grad_hooks": 6, "narrow_select": 7, "multi_views": 12,
-                    "grad_dtype": 16, "requires_grad_setter": 16}
+                    "grad_dtype": 16, "requires_grad_setter": 16, "detach_inplace": 20}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -111,12 +118,8 @@ NOT_GENERATED: dict[str, str] = {
     # spec/data.md
     "DATA-3": "set_data is drawn only on a tensor no view, detach() or .data of it shares "
               "memory with (kinds/contents.py)",
-    **{f"DATA-{n}": "no statement calls set_()" for n in (7, 8)},
-    # spec/saved.md: vocabulary 18 draws a saved_hooks block of forward statements alone
-    "SAVED-4": "no saved_hooks block is drawn inside another",
+    # spec/saved.md
     "SAVED-8": "no pack hook writes its input (what it leaves is UNSPEC-13)",
-    "SAVED-10": "no statement enters disable_saved_tensors_hooks",
-    "SAVED-11": "no Function is applied inside a saved_hooks block (kinds/saved.py)",
     # spec/view.md
     "VIEW-1": "no observable reads ._base yet",
     "VIEW-2": "a write through a view of a view is tagged INPLACE-8 (model/inplace.py)",
@@ -125,9 +128,6 @@ NOT_GENERATED: dict[str, str] = {
     "VIEW-4": "a write through a view is tagged INPLACE-8, a repeated pass through it FREE-3",
     "VIEW-7": "no statement writes an output of split, chunk or unbind in place (the model "
               "never does, and hides them once their memory is written)",
-    "VIEW-8": "no statement draws detach_() yet",
-    # spec/version.md
-    "VER-16": "no statement draws detach_() yet",
     # spec/grad.md: no statement reads strides, the identity or memory of a .grad, or calls
     # Module.zero_grad; a pass's accumulation is tagged LEAF-7
     **{f"GRAD-{n}": "no statement observes the .grad tensor beyond its values, or calls zero_grad"

@@ -151,6 +151,17 @@ PROBES: dict[str, list[Stmt]] = {
                              _see("w", "requires_grad"),
                              Stmt("requires_grad_", target="y",
                                   params={"value": True, "setter": True})],
+    # VER-16, VIEW-8, INPLACE-1: a non-leaf detached in place is a leaf that needs no grad, a
+    # node that saved it refuses to run, a view refuses detach_(), a leaf stops requiring grad
+    "detach_inplace": [X, _call("h", "mul", "x", 2.0), _call("y", "sin", "h"),
+                       _call("k", "mul", "x", 3.0), Stmt("detach_", target="h"),
+                       _see("h", "is_leaf"), _see("h", "requires_grad"), _see("h", "version"),
+                       Stmt("getitem", out="v", target="k",
+                            params={"index": [{"slice": [0, 1, None]}]}),
+                       Stmt("detach_", target="v"),             # DETACH_VIEW_INPLACE
+                       _see("v", "requires_grad"), _call("s", "sum", "y"),
+                       _backward("s"),                          # SAVED_DETACHED_INPLACE
+                       Stmt("detach_", target="x"), _see("x", "requires_grad")],
     "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
                   _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),

@@ -1,12 +1,12 @@
-"""Statements that give a tensor other contents and leave its autograd identity: `.data =`
-(spec/data.md, DATA-1 to DATA-6).
-
-`set_()` (DATA-7, DATA-8) has no statement yet: its node, which refuses backward, and the
-shapes it may give a tensor recorded in a graph need a model of their own."""
+"""Statements that give a tensor other contents: `.data =`, which leaves its autograd identity
+(spec/data.md, DATA-1 to DATA-6), and `set_()`, an in-place write that records a node without
+a derivative (DATA-7, DATA-8)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..lang.program import Stmt
-from ..model import reach
+from ..model import Node, T, every_node, owns_memory
 from ..model.tables import SHAPES
 from . import fields, source
 from .flags import check_optional_operand
@@ -44,8 +44,8 @@ class SetData(Kind):
         if g.inference:         # inside inference mode: INFER-2 makes v an inference tensor
             return False
         held = _held(g)
-        t = g.pick("set .data of", lambda u: _owns_memory(g, u) and id(u.storage) not in
-                   held[0])
+        t = g.pick("set .data of", lambda u: owns_memory(u, g.tensors.values())
+                   and id(u.storage) not in held[0])
         if t is None:
             return False
         free = t.leaf and not t.has_grad and t.grad_dtype == "" and (
@@ -71,28 +71,90 @@ class SetData(Kind):
         return KINDS["observe"].draw(g, t) if g.boolean("observe it", 50) else True
 
 
-def _owns_memory(g, t) -> bool:
-    """t holds memory no other tensor the model knows of may share, and nothing the spec
-    leaves open about it is pending."""
-    if (t.dtype not in ("float32", "float64", "int64") or t.base is not None or t.views
-            or t.shares is not None or t.multi_view or t.expanded
-            or t.inference or t.no_version or t.version_open or t.stale or t.graph_open
-            or t.old_node is not None or t.origin not in ("leaf", "op", "no_grad")
-            or t.storage.may_reach or t.reach_at is not None):
-        return False
-    mem = t.storage
-    return not any(u is not t and (u.storage is mem or u.shares is t or u.base is t
-                                   or mem in u.storage.may_reach) for u in g.tensors.values())
-
-
 def _held(g) -> tuple[set[int], set[int]]:
     """(storages some node saved, nodes some node has as a parent) over every graph the
     program's tensors hold, ids of both."""
     saved: set[int] = set()
     parents: set[int] = set()
-    roots = [u.node for u in g.tensors.values() if u.node is not None]
-    roots += [u.old_node for u in g.tensors.values() if u.old_node is not None]
-    for n in reach(roots):
+    for n in every_node(g.tensors.values()):
         saved.update(id(s) for s, _ in n.saved)
         parents.update(id(p) for p in n.parents)
     return saved, parents
+
+
+@kind
+class SetStorage(Kind):
+    name = "set_"
+    caps = ("core", "data_assign")
+    weight = 3
+    since = 20
+    in_place = writes = True
+    doc = ("target.set_(args[0]): target shares args[0]'s storage and shape, an in-place write "
+           "of target (its version counts one) that records a node without a derivative")
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+        if len(s.args) != 1 or not isinstance(s.args[0], str):
+            fields.fail(path, "args", f"must hold the source tensor's name, got {s.args!r}")
+
+    def run(self, x, s, ev, path):
+        x.e.set_(x.env[s.target], x.val(s.args[0]))
+
+    def render(self, s, path):
+        return [f"{s.target}.set_({s.args[0]})"]
+
+    def draw(self, g, target: T | None = None, src: T | None = None,
+             expect: str | None = None) -> bool:
+        """`t.set_(src)` for a fresh src never used again (its memory is t's then): on a
+        tensor that owns its memory, that no saved-tensor hook packed (the packed tensor would
+        be t, holding src's memory) and that retains no grad and has no hooks on its node;
+        another shape only where nothing holds the old one (as for set_data). With grad mode
+        enabled a leaf that requires grad refuses it (LEAF_INPLACE), and where t or src
+        requires grad t gets a node that refuses backward (DATA-8)."""
+        if g.inference:
+            return False
+        refused = g.grad_enabled and g.boolean("on a leaf that requires grad", 15)
+        t = target or g.pick("set_ of", lambda u: _settable(g, u) and (
+            refused or not g.grad_enabled or not (u.leaf and u.rg)))
+        if t is None:
+            return False
+        if expect is None and g.grad_enabled and t.leaf and t.rg:
+            expect = "LEAF_INPLACE"
+        shape = t.shape
+        if expect is None and src is None and _free(g, t) and g.boolean("other shape", 50):
+            shape = g.choice("set_ shape", SHAPES)
+        src = src or g.make_leaf(shape=shape, dtype=t.dtype, hidden=True, rg=t.is_float and
+                                 g.boolean("set_ source requires grad", 30))
+        cl = ["DATA-7", "VER-2"] + (["DATA-8"] if t.rg or src.rg or not g.grad_enabled else [])
+        if expect is not None:
+            g.emit(Stmt("set_", target=t.name, args=[src.name]),
+                   cl + (["INPLACE-1"] if expect == "LEAF_INPLACE" else []), expect)
+            return True
+        if g.grad_enabled and (t.rg or src.rg):
+            parents = [u.node for u in (t, src) if u.rg and u.node is not None]
+            t.node = Node(parents=parents, refuses=True)
+            t.rg, t.leaf, t.output_nr = True, False, 0
+            if t.origin != "op":
+                t.origin = "op"
+        t.storage.version += 1
+        t.shape, t.contiguous, t.exact, t.at_kink = shape, True, src.exact_now(), src.at_kink
+        t.storage.overwritten = False       # its memory is src's, which nothing wrote
+        g.emit(Stmt("set_", target=t.name, args=[src.name]), cl)
+        return KINDS["observe"].draw(g, t) if g.boolean("observe it", 40) else True
+
+
+def _settable(g: Any, t: T) -> bool:
+    if not owns_memory(t, g.tensors.values()) or t.retains or t.dtype == "int64":
+        return False
+    if t.node is not None and (t.node.hooks or t.node.post_hooks or t.node.node_hooks):
+        return False
+    return not any(n.packed and any(st is t.storage for st, _ in n.saved)
+                   for n in every_node(g.tensors.values()))
+
+
+def _free(g: Any, t: T) -> bool:
+    """Nothing holds t's shape: no graph, hook or .grad (as set_data's other shapes)."""
+    if not t.leaf or t.has_grad or t.grad_dtype != "" or t.rg:
+        return False
+    held = _held(g)
+    return id(t.storage) not in held[0]

@@ -1,7 +1,9 @@
-"""Statements that set a tensor's autograd flags: requires_grad_, retain_grad, .grad =."""
+"""Statements that set a tensor's autograd flags: requires_grad_, detach_(), retain_grad,
+.grad =."""
 from __future__ import annotations
 
 from ..lang.program import Stmt
+from ..model import detach_in_place, every_node, owns_memory
 from . import fields, source
 from .registry import KINDS, Kind, kind
 
@@ -50,6 +52,46 @@ class RequiresGrad(Kind):
         if t is None:
             return False
         g.set_requires_grad(t, not t.rg, setter=g.draw_setter())
+        return True
+
+
+@kind
+class DetachInplace(Kind):
+    name = "detach_"
+    caps = ("core", "detach_inplace")
+    weight = 3
+    since = 20
+    doc = ("target.detach_(): outside inference mode target stops requiring grad and becomes "
+           "a leaf, its version unchanged; refused on a view (DETACH_VIEW_INPLACE)")
+
+    def check(self, s, path):
+        fields.name(s, path, "target")
+
+    def run(self, x, s, ev, path):
+        x.e.detach_(x.env[s.target])
+
+    def render(self, s, path):
+        return [f"{s.target}.detach_()"]
+
+    def draw(self, g):
+        """detach_() inside inference mode, where it changes nothing (VER-16, VIEW-8), on any
+        tensor made outside it; outside, on a tensor that is no view, owns its memory and was
+        never written (model/inplace.py detach_in_place) and retains no grad (whose old graph
+        still fills its .grad, which the model would not follow)."""
+        if g.inference:
+            t = g.pick("detach_ in inference mode", lambda u: not u.inference)
+            if t is None:
+                return False
+            g.emit(Stmt("detach_", target=t.name), ["VIEW-8" if t.base is not None
+                                                      else "VER-16"])
+            return True
+        live = g.tensors.values()
+        t = g.pick("detach_", lambda u: not u.retains and not u.cut and u.storage.version == 0
+                   and owns_memory(u, live))
+        if t is None:
+            return False
+        cl = detach_in_place(t, every_node(live) if not t.leaf else ())
+        g.emit(Stmt("detach_", target=t.name), cl)
         return True
 
 

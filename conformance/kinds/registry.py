@@ -40,7 +40,7 @@ ORDER: tuple[str, ...] = (
     "requires_grad_", "retain_grad", "hook", "post_hook", "remove", "mode", "backward",
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
     "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
-    "function", "dirty_function",
+    "function", "dirty_function", "detach_", "set_", "disable_saved_hooks",
 )
 
 

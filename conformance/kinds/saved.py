@@ -1,18 +1,22 @@
 """Saved-tensor hooks: a block whose ops pack what they save through a pair of hooks, or through
-`save_on_cpu` (spec/saved.md: SAVED-1, -2, -3, -5, -6, -7, -9, -12).
+`save_on_cpu` (spec/saved.md: SAVED-1, -2, -3, -5, -6, -7, -9, -12), and from vocabulary 20 a
+block nested in another (SAVED-4), a custom Function applied inside one (SAVED-11), and a block
+of `disable_saved_tensors_hooks` (SAVED-10).
 
-The block's body holds forward statements only (ops, views, in-place writes): a backward pass
+A block's body holds forward statements only (ops, views, in-place writes): a backward pass
 inside it would record the ops of a create_graph pass, whose saved values are torch's internals
-and not the spec's, and a block nested in another (SAVED-4) or in
-`disable_saved_tensors_hooks` (SAVED-10) has no draw yet. What the body recorded is packed;
-the passes after the block unpack it, whatever hooks are registered then (SAVED-2). The hooks
-log a call each, without its tensor: the order of one op's packs is open (UNSPEC-13)."""
+and not the spec's. What the body recorded is packed by the innermost pair; the passes after
+the block unpack it, whatever hooks are registered then (SAVED-2). The hooks log a call each,
+without its tensor: the order of one op's packs is open (UNSPEC-13). A disable block is drawn
+outside every saved_hooks block, and no hooks are registered inside it: what either refuses
+raises a RuntimeError with the caller's message, of no error kind (spec/errors.md), which the
+spec's examples and tests/differential check."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..lang.program import Stmt
-from ..model import Node, predict, reach
+from ..model import Node, every_node, predict, reach
 from . import fields
 from .backward import joined
 from .registry import KINDS, Kind, kind
@@ -21,8 +25,11 @@ from .registry import KINDS, Kind, kind
 # place in a list the unpack hook reads (SAVED-5); "save_on_cpu" is torch's own pair (SAVED-9)
 PACKS = ("keep", "copy", "key", "save_on_cpu")
 UNPACKS = ("return", "non_tensor")      # non_tensor: a list, which the pass refuses (SAVED-3)
-# the kinds a block's body draws from, with their weights there
+# the kinds a block's body draws from, with their weights there; from vocabulary 20 also a
+# custom Function (SAVED-11) and, in a saved_hooks block, a block nested in it (SAVED-4)
 _BODY = (("call", 6), ("inplace", 3), ("view", 1), ("getitem", 1), ("setitem", 1))
+_BODY_20 = (("function", 2), ("saved_hooks", 1))
+NESTED_SINCE = 20
 
 
 def hook_pair(x: Any, p: dict[str, Any]) -> tuple[Any, Any]:
@@ -107,11 +114,14 @@ class SavedHooks(Kind):
             if unpack != "return":
                 params["unpack"] = unpack
         own = ["SAVED-1"] + {"key": ["SAVED-5"], "save_on_cpu": ["SAVED-9"]}.get(pack, [])
+        if g.saved_blocks:
+            own.append("SAVED-4")       # nested: its pair alone packs what its body saves
         stmt = Stmt("saved_hooks", params=params)
-        before = {id(n) for n in _nodes(g)}
+        before = {id(n) for n in every_node(g.tensors.values())}
         saved_out = g.out
         g.out = stmt.body
         g.depth += 1
+        g.saved_blocks += 1
         if body is not None:
             body(g)
         else:
@@ -121,16 +131,20 @@ class SavedHooks(Kind):
             for _ in range(g.integer("block length", 1, 3)):
                 _body_step(g)
         g.depth -= 1
+        g.saved_blocks -= 1
         g.out = saved_out
         if not stmt.body:
             return False
-        packed = [n for n in _nodes(g) if id(n) not in before]
+        packed = [n for n in every_node(g.tensors.values()) if id(n) not in before]
         for n in packed:
-            n.packed = unpack
-        for st in stmt.body:
-            st.clauses = g.tags(list(st.clauses) + own)
+            if not n.packed:            # a nested block's pair packed what it recorded
+                n.packed = unpack
+        for st in stmt.body:        # a custom Function's saved tensors go through them too
+            st.clauses = g.tags(list(st.clauses) + own + (
+                ["SAVED-11"] if st.op == "function" else []))
         g.emit(stmt, own + (["SAVED-3"] if unpack != "return" else []))
-        if body is None and g.boolean("write what it saved, then a pass", 75):
+        if body is None and not g.saved_blocks and g.boolean("write what it saved, then a pass",
+                                                             75):
             _write_then_pass(g, packed)
         return True
 
@@ -168,15 +182,68 @@ def _write_then_pass(g: Any, packed: list[Node]) -> None:
         g.emit_backward(root, [])
 
 
-def _nodes(g: Any) -> list[Node]:
-    """Every node the program's tensors hold, in graph order."""
-    roots = [u.node for u in g.tensors.values() if u.node is not None]
-    roots += [u.old_node for u in g.tensors.values() if u.old_node is not None]
-    return reach(roots)
-
-
 def _body_step(g: Any) -> None:
     """One forward statement of a block's body, by the kinds the engine has."""
-    kinds = tuple((k, w) for k, w in _BODY if g.has(*KINDS[k].caps))
+    body = _BODY + (_BODY_20 if g.vocabulary >= NESTED_SINCE else ())
+    kinds = tuple((k, w) for k, w in body if g.has(*KINDS[k].caps))
     if not KINDS[g.weighted("saved block statement", kinds)].draw(g):
+        g.make_leaf()
+
+
+@kind
+class NoSavedHooks(Kind):
+    name = "disable_saved_hooks"
+    param_keys = ("message",)
+    caps = ("saved_tensors_hooks",)
+    weight = 2
+    since = NESTED_SINCE
+    block = True
+    doc = ("with torch.autograd.graph.disable_saved_tensors_hooks(params.message): body, "
+           "whose ops save and record as anywhere (SAVED-10)")
+
+    def check(self, s, path):
+        fields.param(s, path, "message", (str,))
+
+    def run(self, x, s, ev, path):
+        with x.e.disable_saved_tensors_hooks(s.params["message"]):
+            x.current = None
+            x.block(s.body, path + ".")
+
+    def render(self, s, path):
+        return [f"with torch.autograd.graph.disable_saved_tensors_hooks("
+                f"{s.params['message']!r}):"]
+
+    def render_body(self, s, path, body, bound):
+        return ["    " + ln for ln in body] or ["    pass"]
+
+    def draw(self, g):
+        """A block of one to three forward statements, outside every saved_hooks block (the
+        hooks registered there would make entering it raise); at times a saved_hooks block
+        after it, which may register hooks again."""
+        if g.depth >= 2 or g.inference or g.saved_blocks:
+            return False
+        stmt = Stmt("disable_saved_hooks", params={"message": "no saved-tensor hooks here"})
+        saved_out = g.out
+        g.out = stmt.body
+        g.depth += 1
+        for _ in range(g.integer("disabled block length", 1, 3)):
+            _body_step_unhooked(g)
+        g.depth -= 1
+        g.out = saved_out
+        if not stmt.body:
+            return False
+        for st in stmt.body:
+            st.clauses = g.tags(list(st.clauses) + ["SAVED-10"])
+        g.emit(stmt, ["SAVED-10"])
+        if g.boolean("hooks again after it", 40):
+            if KINDS["saved_hooks"].draw(g):
+                g.out[-1].clauses = g.tags([*g.out[-1].clauses, "SAVED-10"])
+        return True
+
+
+def _body_step_unhooked(g: Any) -> None:
+    """A forward statement of a disable block: no saved_hooks block inside it."""
+    body = _BODY + (("function", 2),)
+    kinds = tuple((k, w) for k, w in body if g.has(*KINDS[k].caps))
+    if not KINDS[g.weighted("disabled block statement", kinds)].draw(g):
         g.make_leaf()

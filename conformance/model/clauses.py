@@ -10,7 +10,8 @@ from .tensors import Node, T
 
 # Clauses a backward pass that raises the error kind exercises.
 _ERROR_PASS_CLAUSES = {"GRAPH_FREED": ["FREE-1"], "HOOK_CHANGED_SIZE": ["HOOK-5"],
-                       "LEAF_MOVED_INTO_GRAPH": ["INPLACE-15"], "UNPACK_NOT_TENSOR": ["SAVED-3"]}
+                       "LEAF_MOVED_INTO_GRAPH": ["INPLACE-15"], "UNPACK_NOT_TENSOR": ["SAVED-3"],
+                       "SAVED_DETACHED_INPLACE": ["VER-16"], "SET_BACKWARD": ["DATA-8"]}
 
 
 def _packed_clauses(nodes: list[Node], kind: str | None) -> list[str]:
@@ -22,6 +23,8 @@ def _packed_clauses(nodes: list[Node], kind: str | None) -> list[str]:
     cl = ["SAVED-2"]
     if any(st.version != v for n in packed for st, v in n.saved):
         cl.append("SAVED-6")
+    if any(n.fn for n in packed):
+        cl.append("SAVED-11")       # ctx.saved_tensors unpacks them
     if kind == "GRAPH_FREED" and any(n.freed for n in packed):
         cl.append("SAVED-7")
     return cl

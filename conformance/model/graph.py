@@ -18,6 +18,14 @@ def reach(roots: Iterable[Node | None]) -> list[Node]:
     return _reach(stack)
 
 
+def every_node(tensors: Iterable[T]) -> list[Node]:
+    """Every node the tensors' graphs hold, the accumulators old graphs keep (T.old_node)
+    included."""
+    ts = list(tensors)
+    return reach([u.node for u in ts if u.node is not None]
+                 + [u.old_node for u in ts if u.old_node is not None])
+
+
 def carried(nodes: list[Node]) -> set[int]:
     """The ids of those of `nodes` (a pass's, from the roots on) that the pass sends a gradient
     to: all, but for a parent a custom Function's backward returns None for (Node.cut) that no
@@ -108,10 +116,25 @@ def predict(nodes: list[Node], accumulates: bool = True,
     """The error a pass over `nodes` raises; autograd.grad runs no accumulator
     (accumulates=False), so a moved leaf does not stop it, and not the nodes in `unrun`
     (`captured`), whose saved values are not checked. The kinds are checked in this order:
-    GRAPH_FREED, UNPACK_NOT_TENSOR, VERSION_MISMATCH, HOOK_CHANGED_SIZE,
-    LEAF_MOVED_INTO_GRAPH, POST_HOOK_RETURNED_VALUE. A packed value is not version-checked
-    (SAVED-6), and an unpack hook that returns no tensor raises (SAVED-3)."""
-    version = shape = moved = returning = unpack = False
+    GRAPH_FREED, UNPACK_NOT_TENSOR, SAVED_DETACHED_INPLACE, VERSION_MISMATCH,
+    HOOK_CHANGED_SIZE, LEAF_MOVED_INTO_GRAPH, POST_HOOK_RETURNED_VALUE. A packed value is not
+    version-checked (SAVED-6), and an unpack hook that returns no tensor raises (SAVED-3); a
+    saved input detached in place raises before its version is checked (VER-16). set_()'s
+    node refuses to run (DATA-8) and runs as soon as it is ready (HOOK-14): only what the
+    nodes on the way to it raise comes first."""
+    if any(n.refuses and id(n) not in unrun for n in nodes):
+        return _predict(_on_the_way(nodes), accumulates, unrun) or "SET_BACKWARD"
+    return _predict(nodes, accumulates, unrun)
+
+
+def _on_the_way(nodes: list[Node]) -> list[Node]:
+    """Of a pass's nodes, those a set_() node is reached through: they run before it."""
+    ids = {id(n) for n in nodes if n.refuses}
+    return [n for n in nodes if not n.refuses and any(id(r) in ids for r in reach([n]))]
+
+
+def _predict(nodes: list[Node], accumulates: bool, unrun: frozenset[int]) -> str | None:
+    version = shape = moved = returning = unpack = detached = False
     for n in nodes:
         if id(n) in unrun:
             pass
@@ -119,6 +142,8 @@ def predict(nodes: list[Node], accumulates: bool = True,
             return "GRAPH_FREED"
         elif n.packed:
             unpack = unpack or (n.packed == "non_tensor" and bool(n.saved))
+        elif n.detached:
+            detached = True
         elif n.saved and not version:
             for st, v in n.saved:
                 if st.version != v:
@@ -132,6 +157,8 @@ def predict(nodes: list[Node], accumulates: bool = True,
             returning = True
     if unpack:
         return "UNPACK_NOT_TENSOR"
+    if detached:
+        return "SAVED_DETACHED_INPLACE"
     if version:
         return "VERSION_MISMATCH"
     if shape:
@@ -141,6 +168,20 @@ def predict(nodes: list[Node], accumulates: bool = True,
     if accumulates and returning:
         return "POST_HOOK_RETURNED_VALUE"
     return None
+
+
+def ran_before_failure(nodes: list[Node]) -> list[Node]:
+    """Of a pass's nodes, those it runs before it reaches a node that raises when it runs:
+    set_()'s (DATA-8), which runs as soon as it is ready, so that the nodes on the way to it
+    run first; or one that saved an input detached in place since (VER-16), before which the
+    ones no such node leads to run (which of independent branches torch runs first is its
+    ready queue's choice; the model takes it that they all run)."""
+    if any(n.refuses for n in nodes):
+        return _on_the_way(nodes)       # set_()'s node runs as soon as it is ready (HOOK-14)
+    failing = [n for n in nodes if n.detached]
+    skip = {id(n) for n in reach([p for n in failing for p in n.parents])}
+    skip.update(id(n) for n in failing)
+    return [n for n in nodes if id(n) not in skip]
 
 
 def after_backward(live: list[T], nodes: list[Node], retain: bool | None,

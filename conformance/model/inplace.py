@@ -108,3 +108,41 @@ def apply_inplace(tensors: Iterable[T], grad_enabled: bool, t: T, args: list[T],
     if t.origin == "detach":
         cl += ["INPLACE-6", "VER-5"]
     return cl
+
+
+def owns_memory(t: T, tensors: Iterable[T]) -> bool:
+    """t holds memory no other of `tensors` may share (no view, detach() or .data of it, and
+    none of it), and nothing the spec leaves open about it is pending."""
+    if (t.dtype not in ("float32", "float64", "int64") or t.base is not None or t.views
+            or t.shares is not None or t.multi_view or t.expanded
+            or t.inference or t.no_version or t.version_open or t.stale or t.graph_open
+            or t.old_node is not None or t.origin not in ("leaf", "op", "no_grad", "detached")
+            or t.storage.may_reach or t.reach_at is not None):
+        return False
+    mem = t.storage
+    return not any(u is not t and (u.storage is mem or u.shares is t or u.base is t
+                                   or mem in u.storage.may_reach) for u in tensors)
+
+
+def detach_in_place(t: T, nodes: Iterable[Node]) -> list[str]:
+    """Model t.detach_() outside inference mode, on a tensor that is not a view, owns its
+    memory (owns_memory) and was never written (so that every node but its own that saved its
+    storage saved it as an input, as itself); `nodes` are every node the program holds. A leaf
+    stops requiring grad as after requires_grad_(False) (INPLACE-1, LEAF-16); a non-leaf
+    becomes one that does not, and the nodes that saved it raise when a pass runs them
+    (VER-16), but for what saved-tensor hooks packed (SAVED-6) or a custom Function saved
+    (FUNC-4). Its version stays (VER-2). The clauses."""
+    assert t.base is None and t.storage.version == 0, t.name
+    if t.leaf:
+        if t.node is None:
+            return ["INPLACE-1", "VER-2"]
+        t.node.frozen, t.old_node = True, t.node
+        t.rg, t.node = False, None
+        return ["INPLACE-1", "VER-2", "LEAF-16"]
+    own = t.node
+    for n in nodes:
+        if n is not own and not n.fn and not n.packed and any(
+                st is t.storage for st, _ in n.saved):
+            n.detached = True
+    t.rg, t.leaf, t.node, t.origin, t.output_nr = False, True, None, "detached", 0
+    return ["VER-16", "VER-2"]

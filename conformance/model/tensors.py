@@ -44,6 +44,8 @@ class Node:
     #                                  behaviour (kinds/saved.py); not version-checked: SAVED-6
     frozen: bool = False             # a leaf's accumulator after requires_grad_(False): LEAF-16
     moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
+    detached: bool = False           # saved as itself an input detached in place since (VER-16)
+    refuses: bool = False            # set_()'s node, which has no derivative (DATA-8)
     reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
     leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 

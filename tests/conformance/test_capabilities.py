@@ -205,6 +205,19 @@ def test_a_module_without_custom_functions_fails_their_probe(oracle):
     assert r.verdict == "declared but fails" and "AttributeError" in r.detail, r
 
 
+class _DetachForgetsSaved(TorchLike):
+    """detach_() as a copy detached beside the tensor: the tensor keeps its history."""
+    def detach_(self, t):
+        t.detach()
+
+
+def test_detach_inplace_is_probed_on_what_a_saved_input_becomes(oracle):
+    assert probe(oracle, oracle, "detach_inplace").works is True
+    assert probe(load_engine("refimpl"), oracle, "detach_inplace").works is True
+    r = probe(_DetachForgetsSaved(_torch(), "forgets", "cpu"), oracle, "detach_inplace")
+    assert r.verdict == "declared but fails" and r.works is False, r
+
+
 def test_a_run_reports_capability_checks_and_na_clauses(tmp_path, capsys):
     from conformance.runner import print_summary
     report = run_campaign(f"{MOD}:modest", "torch", count=4, size=12, out_dir=tmp_path,

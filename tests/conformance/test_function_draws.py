@@ -14,11 +14,11 @@ from conformance.gen.core import ALL_CAPABILITIES, program_for_seed
 from conformance.gen.vocabulary import NOT_GENERATED
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
-from conformance.judge.verdict import verdict
 from conformance.lang.functions import FNS, ROWS
 from conformance.lang.program import Program, ProgramError, Stmt
 from conformance.lang.validate import validate
 from conformance.reports.render import render
+from tests.conformance.blame import blamed
 
 SEEDS = range(400)
 KINDS_OF_CALL = ("function", "dirty_function")
@@ -171,7 +171,9 @@ def _dirty_keeps_grad(monkeypatch):
     monkeypatch.setattr(fn, "_output", output)
 
 
-@pytest.mark.parametrize("fault, clauses", [(_never_materialize, {"FUNC-9"}),
+# never materializing also hands WithFloor's backward None for its marked output, where FUNC-12
+# promises zeros: either clause is the fault's
+@pytest.mark.parametrize("fault, clauses", [(_never_materialize, {"FUNC-9", "FUNC-12"}),
                                             (_needs_every_grad, {"FUNC-5"}),
                                             (_marks_ignored, {"FUNC-12"}),
                                             (_dirty_keeps_grad, {"FUNC-11"})],
@@ -179,12 +181,5 @@ def _dirty_keeps_grad(monkeypatch):
                               "dirty-keeps-grad"])
 def test_an_engine_that_gets_it_wrong_is_blamed_under_its_clause(drawn, monkeypatch, fault,
                                                                   clauses):
-    torch, ref = load_engine("torch"), load_engine("refimpl")
-    oracles = [(p, execute(p, torch)) for _, p in drawn]
-    fault(monkeypatch)
-    primaries: collections.Counter[str] = collections.Counter()
-    for p, oracle in oracles:
-        found = compare(p, oracle, execute(p, ref))
-        if found:
-            primaries[", ".join(verdict(found)[0])] += 1
+    primaries = blamed([p for _, p in drawn], fault, monkeypatch)
     assert primaries and primaries.most_common(1)[0][0] in clauses, primaries

@@ -1,6 +1,8 @@
 """Generator vocabulary 18 draws saved-tensor hooks (the block kind saved_hooks, spec/saved.md):
 forward statements whose nodes pack what they save, a write to a packed value and the passes
-after them (kinds/saved.py), and an unpack hook that returns no tensor (gen/errors_saved.py).
+after them (kinds/saved.py), and an unpack hook that returns no tensor (gen/errors_saved.py);
+vocabulary 20 nests a block in another (SAVED-4), applies custom Functions inside one
+(SAVED-11) and draws disable_saved_tensors_hooks blocks (SAVED-10).
 Its programs agree on torch and refimpl, the model predicts every outcome, and an engine that
 gets saved-tensor hooks wrong is told so under a SAVED clause."""
 from __future__ import annotations
@@ -22,8 +24,8 @@ from conformance.lang.program import Program, ProgramError, Stmt
 from conformance.lang.validate import validate
 
 SEEDS = range(600)
-GENERATED = ("SAVED-1", "SAVED-2", "SAVED-3", "SAVED-5", "SAVED-6", "SAVED-7", "SAVED-9",
-             "SAVED-12")
+GENERATED = ("SAVED-1", "SAVED-2", "SAVED-3", "SAVED-4", "SAVED-5", "SAVED-6", "SAVED-7",
+             "SAVED-9", "SAVED-10", "SAVED-11", "SAVED-12")
 
 
 def _blocks(p: Program) -> list[Stmt]:
@@ -45,10 +47,33 @@ def test_blocks_are_drawn_from_vocabulary_18_where_declared(drawn):
         validate(p)
         assert not _blocks(program_for_seed(seed, ALL_CAPABILITIES, 20, vocabulary=17))
         assert not _blocks(program_for_seed(seed, without, 20))
-    for _, p in drawn:      # forward statements only in a block's body
+    nested = 0
+    for _, p in drawn:      # forward statements only in a block's body, and blocks two deep
         for s in _blocks(p):
             assert {b.op for b in s.body} <= {"leaf", "call", "inplace", "view", "getitem",
-                                              "setitem", "observe"}, s.body
+                                              "setitem", "observe", "function",
+                                              "saved_hooks"}, s.body
+            for b in s.body:
+                nested += b.op == "saved_hooks"
+                assert b.op != "saved_hooks" or "saved_hooks" not in {c.op for c in b.body}
+    assert nested >= 5, nested
+
+
+def test_disable_blocks_are_drawn_outside_hooks_with_forward_statements():
+    found = 0
+    for seed in SEEDS:
+        p = program_for_seed(seed, ALL_CAPABILITIES, 20)
+        for path, s in p.walk():
+            if s.op == "disable_saved_hooks":
+                found += 1
+                assert {b.op for b in s.body} <= {"leaf", "call", "inplace", "view", "getitem",
+                                                  "setitem", "observe", "function"}, s.body
+                assert not any(path.startswith(q + ".") for q, o in p.walk()
+                               if o.op == "saved_hooks"), (seed, path)
+                assert not any(o.op == "disable_saved_hooks" for o in
+                               program_for_seed(seed, ALL_CAPABILITIES, 20,
+                                                vocabulary=19).statements)
+    assert found >= 20, found
 
 
 def test_torch_and_refimpl_agree_and_the_model_predicts_each_outcome(drawn):
@@ -75,7 +100,7 @@ def test_the_generated_clauses_are_tagged_and_the_rest_say_why_not(drawn):
     for clause in GENERATED:
         assert clause not in NOT_GENERATED
         assert tagged[clause] >= 2, (clause, tagged)
-    assert {"SAVED-4", "SAVED-8", "SAVED-10", "SAVED-11"} <= set(NOT_GENERATED)
+    assert "SAVED-8" in NOT_GENERATED
 
 
 class _Unhooked:
@@ -132,14 +157,56 @@ class _PackedCopy:
         return engine
 
 
+class _OuterWins:
+    """A fault: a pair registered inside another is ignored, the outer one packs (SAVED-4)."""
+
+    def __call__(self, engine):
+        real, depth = engine.saved_tensors_hooks, []
+
+        @contextlib.contextmanager
+        def hooks(pack, unpack):
+            if depth:
+                yield
+                return
+            depth.append(1)
+            try:
+                with real(pack, unpack):
+                    yield
+            finally:
+                depth.pop()
+        engine.saved_tensors_hooks = hooks
+        return engine
+
+
+class _FunctionsUnhooked:
+    """A fault: what a custom Function saves with ctx.save_for_backward skips the hooks
+    (SAVED-11)."""
+
+    def __init__(self):
+        self.patch = None
+
+    def __call__(self, engine):
+        import types
+
+        import refimpl.function as fn
+        self.patch = (fn, "saved_hooks", types.SimpleNamespace(hook=lambda v, t, **k: v))
+        return engine
+
+
 @pytest.mark.parametrize("fault, clauses", [(_Unhooked(), {"SAVED-1"}),
+                                            (_OuterWins(), {"SAVED-4"}),
+                                            (_FunctionsUnhooked(), {"SAVED-11"}),
                                             (_VersionChecked(), {"SAVED-6"}),
                                             (_UnpackIgnored(), {"SAVED-3"}),
                                             (_PackedCopy(), {"SAVED-6"})],
-                         ids=["unhooked", "version-checked", "unpack-ignored", "packed-copy"])
-def test_an_engine_that_gets_it_wrong_is_blamed_under_its_clause(drawn, fault, clauses):
+                         ids=["unhooked", "outer-wins", "functions-unhooked", "version-checked",
+                              "unpack-ignored", "packed-copy"])
+def test_an_engine_that_gets_it_wrong_is_blamed_under_its_clause(drawn, fault, clauses,
+                                                                  monkeypatch):
     torch = load_engine("torch")
     broken = fault(load_engine("refimpl"))
+    if getattr(fault, "patch", None):
+        monkeypatch.setattr(*fault.patch)
     primaries: collections.Counter[str] = collections.Counter()
     for _, p in drawn:
         found = compare(p, execute(p, torch), execute(p, broken))
@@ -169,4 +236,4 @@ def test_the_statement_is_checked_rendered_and_needs_its_methods():
         pass
     assert unimplemented(NoHooks(), {"saved_tensors_hooks"}) == [
         "saved_tensors_hooks: saved_tensors_hooks", "saved_tensors_hooks: save_on_cpu",
-        "saved_tensors_hooks: clone"]
+        "saved_tensors_hooks: clone", "saved_tensors_hooks: disable_saved_tensors_hooks"]
