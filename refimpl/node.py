@@ -179,7 +179,13 @@ def _accumulate(node, grad):
         if g._data.size and any(s == 0 and n > 1
                                 for n, s in zip(g._data.shape, be.strides(g._data), strict=True)):
             raise errors.overlapping_write()  # an expanded .grad cannot be written (LEAF-12)
-        g._data[...] = g._data + grad
+        xp = be.xp
+        if grad.dtype != g._data.dtype:  # added in the wider dtype, kept in .grad's (GRAD-4)
+            wide = xp.result_type(g._data, grad)
+            grad = xp.astype(xp.astype(g._data, wide) + xp.astype(grad, wide), g._data.dtype)
+            g._data[...] = grad
+        else:
+            g._data[...] = g._data + grad
         g._vc[0] += 1
     if leaf._post_hooks:  # run for a leaf frozen since the graph was built too (LEAF-16)
         _post_accumulate_hooks(leaf)

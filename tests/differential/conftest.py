@@ -12,11 +12,14 @@ A test writes its program once as `def prog(torch, log)` and calls `differential
             log.attempt("second backward", lambda: y.backward())   # logs the error kind
         differential(prog)
 
-The log of torch is the expected one. The log must not be empty, and each entry is compared
-with the same tolerance as spec examples; errors compare by kind (spec/errors.md).
+The log of torch is the expected one, and refimpl's must match it on numpy and again on the
+strict Array API namespace (array_api_strict, where installed). The log must not be empty, and
+each entry is compared with the same tolerance as spec examples; errors compare by kind
+(spec/errors.md).
 """
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from typing import Any
 
@@ -54,9 +57,29 @@ class Log:
 
 
 def _run(name: str, prog) -> Log:
-    log = Log(engines.load(name))
-    prog(log.torch, log)
+    engine, _, namespace = name.partition("@")
+    log = Log(engines.load(engine))
+    if not namespace:
+        prog(log.torch, log)
+        return log
+    from refimpl import backend  # refimpl on another CPU array namespace
+    before = backend.cpu_namespace()
+    backend.use_cpu_namespace(namespace)
+    try:
+        prog(log.torch, log)
+    finally:
+        backend.use_cpu_namespace(before)
     return log
+
+
+def _engine_names() -> tuple[str, ...]:
+    """The engines a differential test compares with torch: those of tests/engines.py, and
+    refimpl again on the strict Array API namespace where array_api_strict is installed, which
+    shows that refimpl's semantics do not lean on numpy (refimpl/backend.py)."""
+    names = engines.ENGINE_NAMES[1:]
+    if "refimpl" in names and importlib.util.find_spec("array_api_strict") is not None:
+        names += ("refimpl@array_api_strict",)
+    return names
 
 
 @pytest.fixture
@@ -64,7 +87,7 @@ def differential(request):
     def check(prog):
         expected = _run("torch", prog)
         assert expected.entries, "the program logged nothing: this test could not fail"
-        for name in engines.ENGINE_NAMES[1:]:
+        for name in _engine_names():
             got = _run(name, prog)
             for i, (want, have) in enumerate(zip(expected.entries, got.entries, strict=False)):
                 assert want[0] == have[0] and values_equal(have[1], want[1]), (
