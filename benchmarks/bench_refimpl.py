@@ -3,8 +3,8 @@
 - per-op overhead: a chain of 1,000 elementwise ops on 4-element tensors, forward + backward;
 - throughput: a 512-wide, 3-layer tanh MLP on a batch of 512, forward + backward.
 
-Run: python benchmarks/bench_refimpl.py [--repeat N]. Targets: overhead ratio <= 2.0 (refimpl
-time / torch time), throughput ratio >= 0.7 (torch time / refimpl time). No test asserts on times.
+Run: python benchmarks/bench_refimpl.py [--repeat N]. Targets: overhead ratio <= 1.3 (refimpl
+time / torch time), throughput ratio >= 0.9 (torch time / refimpl time). No test asserts on times.
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, when set, slow numpy's BLAS; this script unsets both for
 itself (before numpy loads) and says so.
 """
@@ -75,10 +75,10 @@ def main():
           f"refimpl on {refimpl.backend.cpu_namespace()}")
     t_torch, t_ref = best_of(lambda: chain(torch), lambda: chain(refimpl), args.repeat)
     print(f"per-op overhead, 1,000-op chain on 4 elements, fwd+bwd: torch {t_torch * 1e3:.2f} ms, "
-          f"refimpl {t_ref * 1e3:.2f} ms, ratio {t_ref / t_torch:.2f}x (target <= 2.0)")
+          f"refimpl {t_ref * 1e3:.2f} ms, ratio {t_ref / t_torch:.2f}x (target <= 1.3)")
     m_torch, m_ref = best_of(mlp(torch), mlp(refimpl), args.repeat)
     print(f"throughput, 512-wide 3-layer tanh MLP, batch 512, fwd+bwd: torch {m_torch * 1e3:.1f} "
-          f"ms, refimpl {m_ref * 1e3:.1f} ms, ratio {m_torch / m_ref:.2f}x (target >= 0.7)")
+          f"ms, refimpl {m_ref * 1e3:.1f} ms, ratio {m_torch / m_ref:.2f}x (target >= 0.9)")
 
 
 if __name__ == "__main__":

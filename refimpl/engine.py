@@ -63,6 +63,10 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
     def will_run(node):  # what a multi-grad hook asks of the pass (refimpl/graph.py, HOOK-19)
         return node in deps and (run_only is None or bool(run_only.get(node)) or node in captures)
     running.append((will_run, {}))
+
+    def wanted(nxt):  # on a path to the wanted inputs (all, without targets)
+        return run_only is None or run_only.get(nxt) or nxt in captures
+    every = run_only is None    # then every node is wanted: _call is handed True
     try:
         while queue:
             fn = heapq.heappop(queue)[2]
@@ -77,17 +81,18 @@ def execute(roots, grads, keep_graph, be, targets=(), capture=False, create_grap
                     captured[i] = grad if fn.n_outputs == 1 else grad[targets[i][1]]
                 if not needed:
                     continue
-            def wanted(nxt):  # on a path to the wanted inputs (all, without targets)
-                return run_only is None or run_only.get(nxt) or nxt in captures
-
-            outputs = _call(fn, grad, be, keep_graph, wanted, create_graph)
+            outputs = _call(fn, grad, be, keep_graph, every or wanted, create_graph)
             for (nxt, nr), out in zip(fn.next_functions, outputs, strict=False):
                 if nxt is None:
                     continue
                 deps[nxt] -= 1
-                if not wanted(nxt):
+                if not (every or wanted(nxt)):
                     continue
-                _deliver(buffers, nxt, nr, out)
+                if nxt.n_outputs == 1:      # _deliver's common case, inline: the hot loop
+                    cur = buffers.get(nxt)
+                    buffers[nxt] = out if cur is None else (cur if out is None else cur + out)
+                else:
+                    _deliver(buffers, nxt, nr, out)
                 if deps[nxt] == 0:
                     heapq.heappush(queue, (-nxt.seq, next(order), nxt))
     finally:
@@ -149,7 +154,11 @@ def _needed(start, targets, capture):
 
 
 def _call(fn, grad, be, keep_graph, wanted, graphed):
-    grad = _tensor_hooks(fn, grad, be, graphed)
+    """Run fn on its summed gradient: tensor hooks, pre-hooks, the formula, torch's
+    validate_outputs, post-hooks, then free what it saved unless the graph is kept. `wanted`
+    says which next nodes are on a path the pass needs (True: all of them)."""
+    if fn._tensor_hooks or fn._retains_grad or isinstance(fn, AccumulateGrad):  # else none run
+        grad = _tensor_hooks(fn, grad, be, graphed)
     multi = fn.n_outputs > 1        # grad is then a list, one per output (_deliver)
     if fn._pre_hooks:
         for hook in list(fn._pre_hooks.values()):
@@ -173,9 +182,10 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
     # Function's node keeps what its backward returned for the others too: HOOK-15), each
     # summed to its input's shape and cast to its dtype
     outs = []
+    keep_all = wanted is True or fn.materializes
     for i, ((nxt, _), meta, out) in enumerate(zip(fn.next_functions, fn.in_meta, outputs,
                                                   strict=False)):
-        if nxt is None or out is None or not (wanted(nxt) or fn.materializes):
+        if nxt is None or out is None or not (keep_all or wanted(nxt)):
             out = None
         elif meta is not None:
             if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)

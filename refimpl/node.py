@@ -101,6 +101,8 @@ class Node:
 
     def release_variables(self):
         """Free the saved arrays (FREE-1). Nodes that saved nothing stay usable (FREE-3)."""
+        if not self.saved and self._name != "torch::autograd::CopySlices":
+            return                      # nothing saved: the common case, decided at once
         if self._name == "torch::autograd::CopySlices":  # drops its inner node: always freed
             self.info[0].release_variables()
             self.saved = FREED
