@@ -80,8 +80,26 @@ class BackwardPasses:
         if predicted is None and kind is None:
             self.after_backward(nodes, retain or (create_graph and retain is None),
                                 inputs or None)
-        elif (kind or predicted) in ("SET_BACKWARD", "SAVED_DETACHED_INPLACE") and not retain:
-            for n in model.ran_before_failure(nodes):      # they ran, and freed what they held
-                n.freed = True
+        else:
+            self.after_failed_pass(nodes, kind or predicted, retain or (
+                create_graph and retain is None))
         return True
+
+    def after_failed_pass(self, nodes: list[Node], kind: str | None, retain: Any,
+                          unrun: frozenset[int] | None = None) -> None:
+        """A pass over `nodes` raised `kind`: where that is set_()'s node's or a detached
+        input's (vocabulary 20), the nodes torch ran before it (model.ran_before_failure)
+        freed what they held, unless the graph is retained, and a backward's accumulators
+        among them filled their leaves' .grad (autograd.grad, `unrun` given, runs none)."""
+        if kind not in ("SET_BACKWARD", "SAVED_DETACHED_INPLACE"):
+            return
+        ran = model.ran_before_failure(nodes)
+        if not retain:
+            for n in ran:
+                n.freed = n.freed or unrun is None or id(n) not in unrun
+        if unrun is None:
+            ids = {id(n) for n in ran if n.leaf}
+            for t in self.live(lambda u: u.leaf and u.rg and u.node is not None):
+                if id(t.node) in ids:
+                    t.has_grad = True
 

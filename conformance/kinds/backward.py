@@ -309,8 +309,7 @@ class Grad(Kind):
         unrun = captured(ran, inputs) if g.vocabulary >= 11 else frozenset()
         predicted = predict(ran, accumulates=False, unrun=unrun)
         if g.vocabulary >= 6 and not g.ok_kind(predicted):
-            # the part of the graph the inputs need may raise what the whole did not (a
-            # VERSION_MISMATCH behind a freed node): not for an engine without its capability
+            # what the part the inputs need raises (a VERSION_MISMATCH behind a freed node)
             return False
         outs = [g.fresh("g") for _ in inputs]
         params = {"outputs": [t.name], "inputs": [u.name for u in inputs],
@@ -323,13 +322,14 @@ class Grad(Kind):
             cl.append("HOOK-16")
         if any(u.retains and u.node in nodes for u in g.live()):
             cl.append("RETAIN-8")
-        cl += {"VERSION_MISMATCH": ["VER-15"], "GRAPH_FREED": ["FREE-1"]}.get(predicted, [])
-        # an unused input is refused after the pass, so what the pass raises comes first
-        # (vocabulary 11; the expectations and tags of older ones stay as they were)
+        cl += {"VERSION_MISMATCH": ["VER-15"], "GRAPH_FREED": ["FREE-1"], "SET_BACKWARD": [
+            "DATA-8"], "SAVED_DETACHED_INPLACE": ["VER-16"]}.get(predicted, [])
+        # an unused input is refused after the pass, which raises first (vocabulary 11)
         after = bad == "UNUSED_INPUT" and predicted is not None and g.vocabulary >= 11
         cl += {"UNUSED_INPUT": [] if after else ["API-7"], "INPUT_NO_REQUIRES_GRAD": ["API-8"],
                "GRAD_OUTPUT_SHAPE": ["API-3"]}.get(bad, [])
         g.emit(Stmt("grad", params=params), cl, predicted if after else bad or predicted)
+        g.after_failed_pass(ran, predicted if bad is None else None, retain, unrun)
         if bad == "UNUSED_INPUT" and predicted is None and not retain and g.vocabulary >= 4:
             for n in ran:           # torch raises after the pass: its graph is freed
                 n.freed = n.freed or id(n) not in unrun

@@ -65,7 +65,8 @@ class SetData(Kind):
         t.shape, t.dtype, t.is_float = shape, dtype, dtype in ("float32", "float64")
         t.contiguous, t.exact, t.at_kink, t.data_set = True, True, v.at_kink, True
         t.storage.overwritten = False       # its memory is v's, which nothing wrote
-        if g.has("grad_dtype") and t.origin == "leaf" and t.is_float and g.boolean(
+        if g.has("grad_dtype") and t.origin == "leaf" and (g.vocabulary < 20 or t.leaf) and \
+                t.is_float and g.boolean(
                 "observe grad_dtype", 30):
             return KINDS["observe"].draw(g, t, "grad_dtype")
         return KINDS["observe"].draw(g, t) if g.boolean("observe it", 50) else True

@@ -76,8 +76,9 @@ class DetachInplace(Kind):
     def draw(self, g):
         """detach_() inside inference mode, where it changes nothing (VER-16, VIEW-8), on any
         tensor made outside it; outside, on a tensor that is no view, owns its memory and was
-        never written (model/inplace.py detach_in_place) and retains no grad (whose old graph
-        still fills its .grad, which the model would not follow)."""
+        never written (model/inplace.py detach_in_place) and retains no grad and has no tensor
+        hooks (whose old graph still fills its .grad or calls them, which the model would not
+        follow)."""
         if g.inference:
             t = g.pick("detach_ in inference mode", lambda u: not u.inference)
             if t is None:
@@ -86,8 +87,10 @@ class DetachInplace(Kind):
                                                       else "VER-16"])
             return True
         live = g.tensors.values()
+        # no tensor hooks either: torch keeps them, and a leaf it later makes of the tensor with
+        # requires_grad_(True) calls them, which the model, keeping them on the old node, misses
         t = g.pick("detach_", lambda u: not u.retains and not u.cut and u.storage.version == 0
-                   and owns_memory(u, live))
+                   and not (u.node is not None and u.node.hooks) and owns_memory(u, live))
         if t is None:
             return False
         cl = detach_in_place(t, every_node(live) if not t.leaf else ())

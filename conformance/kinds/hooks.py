@@ -26,8 +26,8 @@ def tensor_hook(x: Any, p: dict[str, Any], label: str):
 
     def hook(g):
         x.log(label, g)
-        if behaviour == "scale":
-            return e.scale(g, float(p.get("factor", 2.0)))
+        if behaviour == "scale":        # nothing to scale when no gradient came (None)
+            return None if g is None else e.scale(g, float(p.get("factor", 2.0)))
         if behaviour == "wrong_shape":
             return e.wrong_shape(g)
         if behaviour == "wrong_dtype":

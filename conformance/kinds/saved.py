@@ -235,9 +235,10 @@ class NoSavedHooks(Kind):
         for st in stmt.body:
             st.clauses = g.tags(list(st.clauses) + ["SAVED-10"])
         g.emit(stmt, ["SAVED-10"])
-        if g.boolean("hooks again after it", 40):
-            if KINDS["saved_hooks"].draw(g):
-                g.out[-1].clauses = g.tags([*g.out[-1].clauses, "SAVED-10"])
+        at = len(g.out)
+        if g.boolean("hooks again after it", 40) and KINDS["saved_hooks"].draw(g):
+            block = g.out[at]           # the block itself: statements may follow it
+            block.clauses = g.tags([*block.clauses, "SAVED-10"])
         return True
 
 

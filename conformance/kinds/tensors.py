@@ -157,7 +157,7 @@ class Call(Kind):
 
     def _emit(self, g, fn, a, family, b=None) -> bool:
         if family == "pair":
-            drawn = self._binary(fn, a, b)
+            drawn = self._binary(fn, a, b, g.vocabulary)
         elif family in deriv_ops.FAMILIES:
             fn, drawn = deriv_ops.draw(g, fn, a, self.emit) or (fn, None)
         elif family in ("binary", "join", "same"):
@@ -201,7 +201,7 @@ class Call(Kind):
     # kw, clauses), or None when nothing fits.
     def _draw_binary(self, g, fn, a, join=False, same=False):
         if same:
-            return self._binary(fn, a, a)
+            return self._binary(fn, a, a, g.vocabulary)
         if not join and g.boolean("number operand", 30 if g.vocabulary < 3 else 15):
             num = g.choice("number", NUMBERS)
             args = [num, a.name] if fn in ("sub", "div") and g.boolean(
@@ -217,11 +217,13 @@ class Call(Kind):
         b = b or g.pick("other operand",
                         lambda t: t.is_float and broadcast(a.shape, t.shape) is not None)
         assert b is not None       # a itself always fits
-        return self._binary(fn, a, b)
+        return self._binary(fn, a, b, g.vocabulary)
 
     @staticmethod
-    def _binary(fn, a, b):
-        """The drawn operands of the binary op fn(a, b) (see the families' note above)."""
+    def _binary(fn, a, b, vocabulary=1):
+        """The drawn operands of the binary op fn(a, b) (see the families' note above). From
+        vocabulary 20 the result's dtype is torch's: a 0-d operand does not widen a float
+        tensor of more dimensions (a 0-d float64 times a float32 vector is float32)."""
         shape = broadcast(a.shape, b.shape) or ()
         cl, saved = [], []
         if b is a:
@@ -235,6 +237,8 @@ class Call(Kind):
         if (a.rg and a.shape != shape) or (b.rg and b.shape != shape):
             cl.append("LEAF-8")
         dtype = "float64" if "float64" in (a.dtype, b.dtype) else "float32"
+        if vocabulary >= 20 and (a.ndim == 0) != (b.ndim == 0):
+            dtype = (b if a.ndim == 0 else a).dtype
         return [a.name, b.name], [a, b], saved, shape, dtype, {}, cl
 
     @staticmethod

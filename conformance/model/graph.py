@@ -1,6 +1,7 @@
 """The backward graph as the model sees it: which nodes a pass runs and what it raises."""
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 
 from .tensors import Node, T
@@ -122,15 +123,53 @@ def predict(nodes: list[Node], accumulates: bool = True,
     saved input detached in place raises before its version is checked (VER-16). set_()'s
     node refuses to run (DATA-8) and runs as soon as it is ready (HOOK-14): only what the
     nodes on the way to it raise comes first."""
-    if any(n.refuses and id(n) not in unrun for n in nodes):
-        return _predict(_on_the_way(nodes), accumulates, unrun) or "SET_BACKWARD"
+    if any(n.refuses or n.detached for n in nodes):
+        return _first_failure(nodes, accumulates, unrun)[0]
     return _predict(nodes, accumulates, unrun)
 
 
-def _on_the_way(nodes: list[Node]) -> list[Node]:
-    """Of a pass's nodes, those a set_() node is reached through: they run before it."""
-    ids = {id(n) for n in nodes if n.refuses}
-    return [n for n in nodes if not n.refuses and any(id(r) in ids for r in reach([n]))]
+def _run_order(nodes: list[Node]) -> list[Node]:
+    """The nodes of a pass in the order torch's ready queue runs them (HOOK-14): a node once
+    every node of the pass that sends it gradient ran, the newest ready one first, but leaf
+    accumulators and set_()'s node (DATA-8) before all others. Ties among those are the
+    queue's (UNSPEC-7): the model takes the newest first."""
+    ids = {id(n) for n in nodes}
+    waiting: dict[int, int] = {}
+    for n in nodes:
+        for p in n.parents:
+            if id(p) in ids:
+                waiting[id(p)] = waiting.get(id(p), 0) + 1
+    first = float("inf")
+    ready = [(-(first if n.leaf or n.refuses else n.seq), -n.seq, id(n), n) for n in nodes
+             if not waiting.get(id(n))]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        n = heapq.heappop(ready)[3]
+        order.append(n)
+        for p in n.parents:
+            if id(p) in ids:
+                waiting[id(p)] -= 1
+                if not waiting[id(p)]:
+                    heapq.heappush(ready, (-(first if p.leaf or p.refuses else p.seq), -p.seq,
+                                           id(p), p))
+    return order
+
+
+def _first_failure(nodes: list[Node], accumulates: bool, unrun: frozenset[int]
+                   ) -> tuple[str | None, list[Node]]:
+    """Where a pass holds a node that raises when it runs (set_()'s, DATA-8; one that saved an
+    input detached in place since, VER-16): what the first node in torch's order that fails
+    raises, and the nodes that ran before it."""
+    ran: list[Node] = []
+    for n in _run_order(nodes):
+        kind = _predict([n], accumulates, unrun)
+        if kind is None and n.refuses and id(n) not in unrun:
+            kind = "SET_BACKWARD"
+        if kind is not None:
+            return kind, ran
+        ran.append(n)
+    return None, ran
 
 
 def _predict(nodes: list[Node], accumulates: bool, unrun: frozenset[int]) -> str | None:
@@ -171,17 +210,10 @@ def _predict(nodes: list[Node], accumulates: bool, unrun: frozenset[int]) -> str
 
 
 def ran_before_failure(nodes: list[Node]) -> list[Node]:
-    """Of a pass's nodes, those it runs before it reaches a node that raises when it runs:
-    set_()'s (DATA-8), which runs as soon as it is ready, so that the nodes on the way to it
-    run first; or one that saved an input detached in place since (VER-16), before which the
-    ones no such node leads to run (which of independent branches torch runs first is its
-    ready queue's choice; the model takes it that they all run)."""
-    if any(n.refuses for n in nodes):
-        return _on_the_way(nodes)       # set_()'s node runs as soon as it is ready (HOOK-14)
-    failing = [n for n in nodes if n.detached]
-    skip = {id(n) for n in reach([p for n in failing for p in n.parents])}
-    skip.update(id(n) for n in failing)
-    return [n for n in nodes if id(n) not in skip]
+    """Of a pass's nodes, those it runs before the first that raises, in torch's order
+    (_run_order), where it holds set_()'s node (DATA-8) or one that saved an input detached in
+    place since (VER-16)."""
+    return _first_failure(nodes, True, frozenset())[1]
 
 
 def after_backward(live: list[T], nodes: list[Node], retain: bool | None,

@@ -5,7 +5,10 @@ what really happens.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+
+_created = itertools.count()     # the order nodes are made in: torch's sequence_nr (HOOK-14)
 
 
 @dataclass(eq=False, slots=True)
@@ -46,6 +49,7 @@ class Node:
     moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
     detached: bool = False           # saved as itself an input detached in place since (VER-16)
     refuses: bool = False            # set_()'s node, which has no derivative (DATA-8)
+    seq: int = field(default_factory=lambda: next(_created), repr=False)
     reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
     leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 

@@ -39,7 +39,7 @@ def record(label):
 def scale(label, factor):
     def hook(grad):
         show(f"  hook {label} got", grad)
-        return grad * factor
+        return None if grad is None else grad * factor
     return hook
 
 

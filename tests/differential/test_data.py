@@ -291,9 +291,9 @@ def test_set_while_recording_trips_the_version_check(differential):
 @pytest.mark.parametrize("api", ("backward", "autograd.grad"))
 def test_the_node_of_set_runs_as_soon_as_it_is_ready(differential, other, set_made, dtype,
                                                       api):
-    """set_'s node runs before any other ready node, whichever was recorded last: nothing on
-    the other branch runs first, neither a hook, nor a stale saved value's check, nor a freed
-    node's."""
+    """set_'s node and a node on another branch become ready at once: set_'s runs first,
+    whichever was recorded last, so that neither a hook there, nor a stale saved value's check,
+    nor a freed node's comes first."""
     def prog(torch, log):
         dt = getattr(torch, dtype)
         w = torch.tensor([0.5, 2.0], dtype=dt, requires_grad=True)
