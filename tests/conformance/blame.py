@@ -12,6 +12,7 @@ from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.verdict import verdict
 from conformance.lang.program import Program
+from conformance.lang.validate import validate
 
 
 def first_of(p: Program, op: str) -> int | None:
@@ -23,6 +24,18 @@ def drawn_with(op: str, seeds: Iterable[int], size: int = 20) -> list[tuple[int,
     """(seed, program) for the seeds whose program (all capabilities) holds an `op`."""
     return [(seed, p) for seed in seeds
             if first_of(p := program_for_seed(seed, ALL_CAPABILITIES, size), op) is not None]
+
+
+def assert_drawn_only_where_declared(drawn: list[tuple[int, Program]], op: str,
+                                     capability: str, since: int, checked: int = 25) -> None:
+    """The first `checked` programs holding an `op` are valid, and the same seeds draw none in
+    the vocabulary before `since` nor without `capability`."""
+    without = tuple(c for c in ALL_CAPABILITIES if c != capability)
+    for seed, p in drawn[:checked]:
+        validate(p)
+        older = program_for_seed(seed, ALL_CAPABILITIES, 20, vocabulary=since - 1)
+        assert first_of(older, op) is None, (seed, since - 1)
+        assert first_of(program_for_seed(seed, without, 20), op) is None, (seed, capability)
 
 
 def blamed(programs: Iterable[Program], fault: Callable[[Any], Any], monkeypatch: Any
