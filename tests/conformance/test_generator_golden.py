@@ -252,6 +252,17 @@ VOCABULARY_19_DIGESTS = {
     ("core", 20, 0, 100):
         "365c17605966d2eee1a7550e84aa68e3be1ed8df9fd08a3ddee81ea6bb45a42a",
 }
+VOCABULARY_20_DIGESTS = {
+    ("all", 20, 0, 150):
+        "bc72cb37fb6f322b3e05c3ba78b934bf0a062bc5679c73a1eb240abd25cfe6c9",
+    ("all", 40, 3000, 50):
+        "8fc47d15447e9e29bb64c71089868bee41576fda7b0e37661c91399e0613c190",
+    ("no-grad_fn", 20, 0, 100):
+        "9e57b949c77b839d5aab29f2120a18dfdcb13f7641e3b7b407482f697d9fc3ba",
+    ("core", 20, 0, 100):
+        "c1ea9a3b551e10c2331caec4a83cb03ae1a9d85438d3f5e41f267c266e57ea35",
+}
+
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
     "labelled": "c003b34754cc40220262b3dc168e50d19a2bb724186558a4dc6b5a55e30df3e2",
@@ -284,7 +295,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
           13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
           16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS, 18: VOCABULARY_18_DIGESTS,
-          19: VOCABULARY_19_DIGESTS}
+          19: VOCABULARY_19_DIGESTS, 20: VOCABULARY_20_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
