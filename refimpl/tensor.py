@@ -334,9 +334,12 @@ def make_view(a: Tensor, name: str, step: ViewStep) -> Tensor:
     # taken under no_grad or in inference mode (or from such a view): no gradient flows through
     # it and it may not be modified in place with grad mode on (MODE-9) or outside inference
     # mode (INFER-7); the value says which, for the error's text
+    # (a view of such a view keeps its base's reason with grad mode on; under no_grad it is a
+    # no_grad view, but of a view made in inference mode: torch's propagate_creation_meta)
     if _inference.value:        # inference mode first, as torch's as_view does
         out._view_no_grad = errors.INFERENCE_VIEW
-    elif a._base is not None and a._view_no_grad:
+    elif a._base is not None and a._view_no_grad and (
+            _enabled[0] or a._view_no_grad == errors.INFERENCE_VIEW):
         out._view_no_grad = a._view_no_grad
     else:
         out._view_no_grad = not _enabled[0]

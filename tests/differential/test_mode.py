@@ -402,3 +402,47 @@ def test_a_view_of_a_no_grad_view_is_written_as_one(differential, base_kind, cha
             torch.set_grad_enabled(True)
         log("base", [base, base.requires_grad])
     differential(prog)
+
+
+@pytest.mark.clause("MODE-9")
+@pytest.mark.parametrize("made_by", ["function", "split", "unbind", "no_grad"])
+@pytest.mark.parametrize("view", ["slice", "t", "view", "select"])
+def test_a_view_taken_under_no_grad_of_a_view_that_refuses_in_place(differential, made_by, view):
+    """A view taken under no_grad of an output of a custom Function returned as it is (FUNC-14)
+    or of a multi-output view op (VIEW-7) is a no_grad view like any other: written in place
+    with grad mode on it raises NO_GRAD_VIEW_INPLACE, not its base's error; taken with grad
+    mode on it keeps its base's. refimpl crashed on the first until the generator's custom
+    Functions met no_grad views (seed 2026, program 5612)."""
+    def prog(torch, log):
+        class Identity(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+        y = x * 2
+        if made_by == "function":
+            v = Identity.apply(y)
+        elif made_by == "split":
+            v = y.split(1)[0]
+        elif made_by == "unbind":
+            v = y.unbind(0)[1].unsqueeze(0)
+        else:
+            with torch.no_grad():
+                v = y[0:]
+        take = {"slice": lambda t: t[0:], "t": lambda t: t.t(), "view": lambda t: t.view(-1),
+                "select": lambda t: t[0]}[view]
+        with torch.no_grad():
+            quiet = take(v)
+        loud = take(v)
+        log("no_grad view", [quiet.requires_grad, quiet.grad_fn is None])
+        log.attempt("in-place with grad on", lambda: quiet.add_(1.0))
+        log.attempt("in-place on the view taken with grad on", lambda: loud.mul_(2.0))
+        with torch.no_grad():
+            quiet.mul_(3.0)
+        log("y", y)
+    differential(prog)
