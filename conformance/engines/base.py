@@ -280,6 +280,11 @@ class Engine(ABC):
         [node, next node, input index] per non-None entry of next_functions."""
         raise NotImplementedError
 
+    def stride(self, t: Tensor) -> tuple[int, ...]:
+        """(capability grad_tensor) t.stride(): elements, not bytes, between neighbours along
+        each dim (GRAD-2 reads it of a .grad)."""
+        raise NotImplementedError
+
     def version_counter(self, t: Tensor) -> int:
         """t._version (`version` is the engine's version string)."""
         raise NotImplementedError

@@ -40,6 +40,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "grad_dtype": ("grad_dtype", "set_grad_dtype"),
     "requires_grad_setter": ("set_requires_grad",),
     "detach_inplace": ("detach_",),
+    "grad_tensor": ("stride",),     # and get_grad (core's), whose result it binds
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -24,8 +24,14 @@ class BackwardPasses:
         hooked = [n for n, post in self.handles.values() if not post]
         return model.backward_clauses(self.live(), nodes, kind, hooked)
 
-    def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None):
-        model.after_backward(self.live(), nodes, retain, inputs)
+    def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None,
+                       create_graph: bool = False):
+        model.after_backward(self.live(), nodes, retain, inputs, create_graph)
+
+    def grads_open(self) -> None:
+        """A backward raised: every .grad is open now (UNSPEC-1)."""
+        for t in self.tensors.values():
+            t.grad_plain = False
 
     def draw_retain(self) -> bool | None:
         if "retain_graph" not in self.caps:
@@ -79,8 +85,9 @@ class BackwardPasses:
                   kind or predicted)
         if predicted is None and kind is None:
             self.after_backward(nodes, retain or (create_graph and retain is None),
-                                inputs or None)
+                                inputs or None, create_graph)
         else:
+            self.grads_open()
             self.after_failed_pass(nodes, kind or predicted, retain or (
                 create_graph and retain is None))
         return True

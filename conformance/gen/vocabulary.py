@@ -79,7 +79,12 @@ from __future__ import annotations
 # errors SET_DTYPE and SET_BACKWARD (gen/errors_data.py); and, where it declares
 # saved_tensors_hooks, a saved_hooks block nested in another (SAVED-4), a custom Function applied
 # inside one (SAVED-11) and the block kind disable_saved_hooks (SAVED-10, kinds/saved.py).
-VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+# Vocabulary 21 draws the tensor .grad holds where the engine declares grad_tensor
+# (kinds/grad_tensor.py): `h = x.grad` of a leaf whose .grad the spec fixes all of (GRAD-1,
+# GRAD-3), writes into it that x.grad shows (GRAD-3), the passes that add into it (GRAD-4),
+# `x.grad is h` (the statement kind grad_is), the observable grad_layout (GRAD-2), and a
+# tensor assigned to .grad that the program keeps using (set_grad, GRAD-3).
+VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
 # size 20 give it about the statements and backward passes per program RandomChooser fills
@@ -91,7 +96,8 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
                     "grad_modes", "retain_graph", "warnings", "backward_inputs", "deriv_ops",
                     "create_graph", "inference_mode", "custom_function",
                     "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
-                    "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace")
+                    "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace",
+                    "grad_tensor")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
 # (custom_function: vocabulary 19 is the first to draw a torch.autograd.Function; from
@@ -99,7 +105,8 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
 CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
                     "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6,
                     "multi_grad_hooks": 6, "narrow_select": 7, "multi_views": 12,
-                    "grad_dtype": 16, "requires_grad_setter": 16, "detach_inplace": 20}
+                    "grad_dtype": 16, "requires_grad_setter": 16, "detach_inplace": 20,
+                    "grad_tensor": 21}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -128,10 +135,9 @@ NOT_GENERATED: dict[str, str] = {
     "VIEW-4": "a write through a view is tagged INPLACE-8, a repeated pass through it FREE-3",
     "VIEW-7": "no statement writes an output of split, chunk or unbind in place (the model "
               "never does, and hides them once their memory is written)",
-    # spec/grad.md: no statement reads strides, the identity or memory of a .grad, or calls
-    # Module.zero_grad; a pass's accumulation is tagged LEAF-7
-    **{f"GRAD-{n}": "no statement observes the .grad tensor beyond its values, or calls zero_grad"
-       for n in range(1, 7)},
+    # spec/grad.md: vocabulary 21 binds, writes and observes a .grad (kinds/grad_tensor.py)
+    **{f"GRAD-{n}": "no program calls Module.zero_grad: the language has no nn.Module"
+       for n in (5, 6)},
     # spec/hook.md
     "HOOK-18": "a pass is tagged with the clauses of the hook kinds it runs (HOOK-2, HOOK-13, "
                "HOOK-15, RETAIN-5); the order across kinds is checked by spec examples and "

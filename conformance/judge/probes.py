@@ -162,6 +162,15 @@ PROBES: dict[str, list[Stmt]] = {
                        _see("v", "requires_grad"), _call("s", "sum", "y"),
                        _backward("s"),                          # SAVED_DETACHED_INPLACE
                        Stmt("detach_", target="x"), _see("x", "requires_grad")],
+    # GRAD-1 to GRAD-4: the .grad a pass stores is a tensor of no history that a name can hold,
+    # whose writes .grad shows and which a second pass adds into, the same object throughout
+    "grad_tensor": [X, _call("y", "mul", "x", 2.0), _call("s", "sum", "y"), _backward("s"),
+                    Stmt("grad_ref", out="h", target="x"), _see("h", "requires_grad"),
+                    _see("x", "grad_layout"),
+                    Stmt("inplace", target="h", args=[10.0], params={"fn": "mul_"}),
+                    _see("x", "grad"), _call("z", "exp", "x"), _call("s2", "sum", "z"),
+                    _backward("s2"), _see("h", "value"),
+                    Stmt("grad_is", target="x", args=["h"])],
     "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
                   _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),

@@ -29,6 +29,9 @@ class Unspecified:
         self.reset: set[str] = set()        # ... but those assigned since
         self.group: dict[str, int] = {}     # name -> storage it may share with other names
         self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
+        self.held: dict[int, set[str]] = {}     # GRAD-3: storage -> tensors whose .grad is it
+        self.layout_open: set[str] = set()  # tensors assigned a .grad (its strides are its own)
+        self.layouts_open = False           # a create_graph pass replaced .grads (UNSPEC-16)
         self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
         self.versionless: set[str] = set()  # VER-1: gradients, matmul with a 1-D operand
         self.storages = itertools.count(1)
@@ -53,6 +56,11 @@ class Unspecified:
     def version(self, name: str | None) -> bool:
         return name in self.versionless or self.value(name)
 
+    def layout(self, name: str | None) -> bool:
+        """The strides of name's .grad are open: assigned (any layout, GRAD-3), replaced by a
+        create_graph pass (UNSPEC-16), or the .grad itself is (UNSPEC-1)."""
+        return self.layouts_open or name in self.layout_open or self.grad(name)
+
     def hides(self, aspect: str, name: str | None) -> bool:
         """Whether an observation of `aspect` of tensor `name` is not to be compared."""
         if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
@@ -60,18 +68,27 @@ class Unspecified:
         level = self.graph_open.get(name or "", 0)
         if level and (aspect == "next_functions" or (level == 2 and aspect == "grad_fn")):
             return True
-        check = {"grad": self.grad, "value": self.value, "version": self.version}.get(aspect)
+        check = {"grad": self.grad, "value": self.value, "version": self.version,
+                 "grad_is": self.grad, "grad_layout": self.layout}.get(aspect)
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
         tainted = self.depends(s, kind)
         if kind.backward_pass and "error" in (o.status, e.status):
             self.after_error, self.reset = True, set()
+            for g, tensors in self.held.items():     # a partial pass may have added into them
+                self.stored.setdefault(g, set()).update(tensors)
+            self.held.clear()
+        self.layouts_open |= kind.records_grads(s)
         self.all_open |= tainted and kind.backward_pass
         self._acted_on(s, kind, tainted)
         if kind.assigns_grad and s.target:
             self.reset.add(s.target)
             self.lost.discard(s.target)
+            if kind.holds_grad(s):
+                self.layout_open.add(s.target)
+            else:
+                self.layout_open.discard(s.target)
         for tensor, gradient in kind.stored_grads(s):
             g = self.group.setdefault(gradient, next(self.storages))
             self.stored.setdefault(g, set()).add(tensor)
@@ -104,7 +121,21 @@ class Unspecified:
         self.open.difference_update(bound)
         if tainted:                         # computed from what is open: open too
             self.open.update(bound)
+        self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _holds(self, pairs: list[tuple[str, str]]) -> None:
+        """`name` is tensor's .grad itself (GRAD-3): writes into its storage show in that
+        .grad and a backward adds into it (GRAD-4), both compared; by how much its version
+        moves is open (UNSPEC-3, UNSPEC-16). Where tensor's .grad is open (UNSPEC-1) or may
+        share memory with a gradient the program supplied (UNSPEC-16), so are its values."""
+        for tensor, name in pairs:
+            g = self.group.setdefault(name, next(self.storages))
+            self.versionless |= self._names(g) | {name}
+            if self.grad(tensor) or any(tensor in ts for ts in self.stored.values()):
+                self.stored.setdefault(g, set()).add(tensor)
+            else:
+                self.held.setdefault(g, set()).add(tensor)
 
     def _names(self, storage: int | None) -> set[str]:
         return {n for n, g in self.group.items() if g == storage}

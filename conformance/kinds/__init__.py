@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (each family registers its kinds)
     contents,
     flags,
     function,
+    grad_tensor,
     hooks,
     inplace,
     modes,

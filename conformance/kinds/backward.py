@@ -13,8 +13,7 @@ from . import fields, source
 from .flags import check_optional_operand
 from .registry import KINDS, Kind, kind
 
-FLAG = (bool, type(None))
-OPERAND = (str, int, float, type(None))
+FLAG, OPERAND = (bool, type(None)), (str, int, float, type(None))
 
 
 def _done(path: str) -> list[str]:
@@ -58,7 +57,7 @@ def joined(g, t: T) -> T:
 class Backward(Kind):
     name = "backward"
     param_keys = ("retain_graph", "inputs", "create_graph")
-    ends_segment = backward_pass = True
+    ends_segment = backward_pass = fills_grads = True
     weight = 11
     doc = ("target.backward(gradient=args[0] or None, retain_graph=params.retain_graph, "
            "inputs=params.inputs, absent or None for none; [] raises, "
@@ -129,7 +128,7 @@ class Backward(Kind):
 class BackwardMany(Kind):
     name = "backward_many"
     param_keys = ("tensors", "grad_tensors", "retain_graph", "create_graph")
-    ends_segment = backward_pass = True
+    ends_segment = backward_pass = fills_grads = True
     weight = 3
     doc = ("autograd.backward(params.tensors, grad_tensors=params.grad_tensors (a "
            "list of names or None, or None), retain_graph=params.retain_graph, "
@@ -197,8 +196,7 @@ class BackwardMany(Kind):
         g.emit(Stmt("backward_many", params={
             "tensors": [a.name, b.name], "grad_tensors": gts if any(gts) else None,
             "retain_graph": retain}), cl, predicted)
-        if predicted is None:
-            g.after_backward(nodes, retain, None)
+        g.after_backward(nodes, retain, None) if predicted is None else g.grads_open()
         return True
 
 

@@ -172,7 +172,7 @@ class SetGrad(Kind):
     doc = "target.grad = args[0] (a name, or None)"
     assigns_grad = True
 
-    def stored_grads(self, s):
+    def holds_grad(self, s):
         return [(s.target or "", s.args[0])] if s.args and isinstance(s.args[0], str) else []
 
     def check(self, s, path):
@@ -187,18 +187,28 @@ class SetGrad(Kind):
         value = source.arg(s.args[0]) if s.args and s.args[0] is not None else None
         return [f"{s.target}.grad = {value}"]
 
-    def draw(self, g, none=None):
-        """Draw a .grad assignment; `none` fixes whether None is assigned."""
+    def draw(self, g, none=None, keep=None):
+        """Draw a .grad assignment; `none` fixes whether None is assigned, `keep` whether the
+        program keeps using the tensor it assigns."""
         t = g.pick("set .grad of", lambda u: u.leaf and u.rg and u.is_float)
         if t is None:
             return False
         if none if none is not None else g.boolean("grad None", 30):
-            t.has_grad = False
+            t.has_grad = t.grad_plain = False
+            t.grad_mem = None
             g.emit(Stmt("set_grad", target=t.name, args=[None]), ["LEAF-14"])
             return True
+        # vocabulary 21: sometimes the program keeps the tensor it assigns, which is the .grad
+        # from then on (GRAD-3) and which a backward adds into (GRAD-4)
+        kept = keep if keep is not None else g.vocabulary >= 21 and g.has("grad_tensor") and \
+            g.boolean("keep the .grad", 50)
         # a set grad_dtype is the dtype an assigned .grad must have (LEAF-13)
         dtype = t.grad_dtype if t.grad_dtype else t.dtype
-        grad = g.make_leaf(shape=t.shape, dtype=dtype, rg=False, hidden=True)
-        t.has_grad = True
-        g.emit(Stmt("set_grad", target=t.name, args=[grad.name]), ["LEAF-12", "LEAF-13"])
+        grad = g.make_leaf(shape=t.shape, dtype=dtype, rg=False, hidden=not kept)
+        t.has_grad = t.grad_plain = True
+        t.grad_mem, grad.grad_of = grad.storage, t
+        if kept:                        # a backward moves its version by an open amount
+            grad.origin = "assigned_grad"
+        g.emit(Stmt("set_grad", target=t.name, args=[grad.name]),
+               ["LEAF-12", "LEAF-13"] + (["GRAD-3"] if kept else []))
         return True

@@ -33,6 +33,16 @@ def _grad(e: Any, t: Any) -> tuple[Any, Any]:
     return (None, None) if g is None else (e.to_list(g), e.dtype(g))
 
 
+def _grad_layout(e: Any, t: Any) -> tuple[Any, Any]:
+    """The strides of a leaf's .grad where GRAD-2 fixes them: None in a dimension of size 1,
+    and None for no .grad, one with no elements, or a non-leaf's (UNSPEC-16)."""
+    g = e.get_grad(t)
+    shape = () if g is None else tuple(e.shape(g))
+    if g is None or 0 in shape or not e.is_leaf(t):
+        return None, None
+    return [s if n > 1 else None for s, n in zip(e.stride(g), shape, strict=True)], None
+
+
 def _of(method: str) -> Callable[[Any, Any], tuple[Any, Any]]:
     """An observable read by one engine method, with no dtype."""
     return lambda e, t: (getattr(e, method)(t), None)
@@ -61,6 +71,10 @@ TABLE: dict[str, Observable] = {
     "grad_dtype": Observable("grad_dtype", _of("grad_dtype"),
                              lambda t: f"None if {t}.grad_dtype is None else "
                                        f"str({t}.grad_dtype).rsplit('.', 1)[-1]"),
+    "grad_layout": Observable(
+        "grad_tensor", _grad_layout,
+        lambda t: f"None if {t}.grad is None or not {t}.grad.numel() or not {t}.is_leaf else "
+                  f"[s if n > 1 else None for s, n in zip({t}.grad.stride(), {t}.grad.shape)]"),
 }
 OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
@@ -114,7 +128,7 @@ class Observe(Kind):
         a sweep leaves is_inference out; `leaf`: only a leaf has a grad_dtype, GRAD-7)."""
         opts = [(w, n) for w, n in OBSERVE_WHAT if OBSERVABLES[w] in caps]
         if not leaf:
-            opts = [o for o in opts if o[0] != "grad_dtype"]
+            opts = [o for o in opts if o[0] not in ("grad_dtype", "grad_layout")]
         if not inference_seen:
             opts = [o for o in opts if o[0] != "is_inference"]
         if graph_open:      # UNSPEC-9: a gradient's graph, or edges into one

@@ -18,8 +18,8 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   same_object, unversioned, observed, grad_hook, hook_labels,
-                   hook_order_open, recorded_gradients
+                   holds_grad, records_grads, same_object, unversioned, observed,
+                   grad_hook, hook_labels, hook_order_open, recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -41,6 +41,7 @@ ORDER: tuple[str, ...] = (
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
     "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
     "function", "dirty_function", "detach_", "set_", "disable_saved_hooks",
+    "grad_ref", "grad_is",
 )
 
 
@@ -66,6 +67,7 @@ class Kind:
     backward_pass: ClassVar[bool] = False   # it runs a backward pass: if it raises, no .grad
     #                                         is compared until assigned again (UNSPEC-1)
     assigns_grad: ClassVar[bool] = False    # it assigns its target's .grad (UNSPEC-1, -3)
+    fills_grads: ClassVar[bool] = False     # its pass stores into .grad (not autograd.grad)
     writes: ClassVar[bool] = False          # it writes into its target's storage in place
     aliases: ClassVar[bool] = False         # its result may share its target's storage
     shares_version: ClassVar[bool] = False  # ... and shares its version counter (VER-4, -5)
@@ -92,6 +94,17 @@ class Kind:
         """(tensor, gradient) pairs: the tensor named `gradient` an engine may store as that
         tensor's .grad, itself or a copy (UNSPEC-3)."""
         return []
+
+    def holds_grad(self, s: Any) -> list[tuple[str, str]]:
+        """(tensor, name) pairs: once the statement ran, `name` is the very tensor that
+        tensor's .grad holds (GRAD-3), so that writes into either show in the other and a
+        backward adds into both (GRAD-4)."""
+        return []
+
+    def records_grads(self, s: Any) -> bool:
+        """A backward with create_graph: each .grad it reaches is replaced by a recorded
+        sum, whose strides are left open (UNSPEC-16)."""
+        return self.fills_grads and bool(s.params.get("create_graph"))
 
     def same_object(self, s: Any) -> list[str]:
         """Names an engine may bind to one tensor object once the statement ran, so that a

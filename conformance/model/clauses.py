@@ -134,9 +134,22 @@ _AFTER_SET_DATA = {
 }
 
 
+# what a tensor bound to a leaf's .grad (kinds/grad_tensor.py) shows, while it is a leaf that
+# does not require grad: a tensor with no history (GRAD-1) that is the .grad (GRAD-3), which
+# backward adds into (GRAD-4); of a tensor the program assigned to .grad, its value
+_HELD_GRAD = {"is_leaf": ("GRAD-1",), "requires_grad": ("GRAD-1",), "grad_fn": ("GRAD-1",),
+              "value": ("GRAD-3", "GRAD-4")}
+
+
 def _clauses_of_observing(state: tuple[bool, bool, bool, bool, str, bool, bool],
                           what: str) -> tuple[str, ...]:
     leaf, has_grad, retains, rg, origin, inplace_node, first_version = state
+    if origin == "held_grad" and leaf and not rg and what in _HELD_GRAD:
+        return _HELD_GRAD[what]
+    if origin == "assigned_grad" and what == "value":
+        return _HELD_GRAD[what]
+    if what == "grad_layout":
+        return ("GRAD-2",) if has_grad else ()
     if what == "grad":
         if leaf:
             return ("LEAF-5", "LEAF-9") + (() if has_grad else ("LEAF-6",))

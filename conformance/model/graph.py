@@ -217,7 +217,7 @@ def ran_before_failure(nodes: list[Node]) -> list[Node]:
 
 
 def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
-                   inputs: list[T] | None) -> None:
+                   inputs: list[T] | None, create_graph: bool = False) -> None:
     """A pass over `nodes` ran: free them unless retained, and mark the tensors whose .grad
     it wrote (the inputs, or the leaves and retaining tensors it reached)."""
     ids = carried(nodes)
@@ -229,9 +229,33 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
             n.freed = True
     targets = inputs if inputs is not None else [
         t for t in live if t.rg and t.node is not None and (t.leaf or t.retains)]
+    firsts = []
     for t in targets:
         if t.node is not None and id(t.node) in ids:
+            if t.leaf:
+                firsts += _stored_grad(t, create_graph)
             t.has_grad = True
             t.packed_grad = t.packed_grad or written
             if through:
                 t.fn_grad = tuple(dict.fromkeys(t.fn_grad + through))
+    # the first .grads of two leaves a pass reached through views may share memory: torch
+    # keeps the views of one gradient its view nodes pass on (UNSPEC-16)
+    viewed = [t for t in firsts if t.views]
+    if len(viewed) > 1:
+        for t in viewed:
+            t.grad_plain = False
+
+
+def _stored_grad(t: T, create_graph: bool) -> list[T]:
+    """A pass stored a gradient in leaf t's .grad: a first one ([t]), a sum a create_graph
+    pass recorded in its place (DOUBLE-3), or one added into it in place (GRAD-4), which
+    counts as a write of what holds it."""
+    if not t.has_grad:
+        t.grad_plain, t.grad_mem = not create_graph, None
+        return [t]
+    if create_graph:
+        t.grad_plain, t.grad_mem = False, None
+    elif t.grad_mem is not None:
+        t.grad_mem.version += 1
+        t.grad_mem.overwritten = True
+    return []

@@ -38,4 +38,5 @@ GRAD_MODES = (("no_grad", 4), ("enable_grad", 1), ("set_grad_enabled", 2))
 RETAIN_GRAPH = ((None, 5), (False, 1), (True, 3))
 OBSERVE_WHAT = (("value", 5), ("grad", 6), ("is_leaf", 2), ("requires_grad", 2),
                 ("shape", 1), ("dtype", 1), ("grad_fn", 3), ("next_functions", 2),
-                ("version", 3), ("retains_grad", 1), ("is_inference", 2), ("grad_dtype", 2))
+                ("version", 3), ("retains_grad", 1), ("is_inference", 2), ("grad_dtype", 2),
+                ("grad_layout", 2))

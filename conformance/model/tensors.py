@@ -66,7 +66,9 @@ class T:
     node: Node | None = None         # grad node (AccumulateGrad for leaves that require grad)
     base: T | None = None            # view base
     views: list[T] = field(default_factory=list)
-    origin: str = "leaf"             # leaf | op | no_grad | detach | data | view | grad
+    origin: str = "leaf"             # leaf | op | no_grad | detach | data | view | grad |
+    #                                  held_grad (what a leaf's .grad holds: GRAD-3) |
+    #                                  assigned_grad (a leaf assigned to a .grad and kept)
     nograd_view: bool = False        # a view made under no_grad
     multi_view: bool = False         # an output of split, chunk or unbind, or a view of one
     expanded: bool = False           # overlapping memory: in-place is an error
@@ -103,6 +105,11 @@ class T:
     grad_dtype: str | None = ""      # set by set_grad_dtype: a dtype or None; "" unset, which
     #                                  reads the tensor's own dtype (GRAD-7, LEAF-13)
     data_set: bool = False           # given new contents by `.data =` (DATA-1, set_data)
+    grad_plain: bool = False         # a leaf whose .grad is a tensor the spec fixes all of: not
+    #                                  recorded, not shared with another's (UNSPEC-16), no
+    #                                  failed pass since (UNSPEC-1); only vocabulary 21 reads it
+    grad_mem: Storage | None = None  # ... and the storage of that .grad, once a name holds it
+    grad_of: T | None = None         # a name bound to this leaf's .grad (grad_ref, set_grad)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:
@@ -123,7 +130,8 @@ class T:
         """Its `_version` is never observed: a result torch's engine may write into (UNSPEC-3),
         an inference tensor, which has none (INFER-3), or a result computed from one, whose
         start is open (UNSPEC-10)."""
-        return self.origin == "grad" or self.no_version or self.version_open
+        return self.origin in ("grad", "held_grad", "assigned_grad") or self.no_version or \
+            self.version_open
 
     def exact_now(self) -> bool:
         """Both engines hold its values bit for bit: computed from leaves by exact ops only,

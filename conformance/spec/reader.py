@@ -23,7 +23,7 @@ CAPABILITIES = (
     "version_counter", "views", "inplace", "autograd_grad", "grad_modes", "retain_graph",
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
-    "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace",
+    "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace", "grad_tensor",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

@@ -25,7 +25,7 @@ def _expected(g: Gen, t: T) -> list[list]:
     allowed = {w for w, _ in Observe._observables.__wrapped__(
         g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
         t.version_unobserved(), t.stale, t.is_float, t.graph_open,
-        g.made_inference)}
+        g.made_inference, t.leaf)}
     return [[t.name, what, g.tags(observe_clauses(t, what))] for what in SWEPT
             if what in allowed]
 
