@@ -117,7 +117,10 @@ class SavedHooks(Kind):
         if g.saved_blocks:
             own.append("SAVED-4")       # nested: its pair alone packs what its body saves
         stmt = Stmt("saved_hooks", params=params)
-        before = {id(n) for n in every_node(g.tensors.values())}
+        # the nodes themselves are held, not only their ids: a node the body drops would free
+        # its id for a node the body makes, which would then count as made before (and what is
+        # drawn would depend on the process's allocation history)
+        before = {id(n): n for n in every_node(g.tensors.values())}
         saved_out = g.out
         g.out = stmt.body
         g.depth += 1
