@@ -30,6 +30,8 @@ class Unspecified:
         self.group: dict[str, int] = {}     # name -> storage it may share with other names
         self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
         self.held: dict[int, set[str]] = {}     # GRAD-3: storage -> tensors whose .grad is it
+        self.retaining: set[str] = set()    # tensors retain_grad was called on (UNSPEC-16)
+        self.aliased = False                # a tensor that may be some .grad was written
         self.layout_open: set[str] = set()  # tensors assigned a .grad (its strides are its own)
         self.layouts_open = False           # a create_graph pass replaced .grads (UNSPEC-16)
         self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
@@ -43,9 +45,10 @@ class Unspecified:
         self.all_open = False               # a backward pass depended on it: nothing compared
 
     def depends(self, s: Stmt, kind: Any) -> bool:
-        """Whether the statement reads a name whose state is left open (UNSPEC-3): it is not
-        compared at all."""
-        return self.all_open or not self.open.isdisjoint(kind.refs(s))
+        """Whether the statement reads a name whose state is left open (UNSPEC-3), or binds a
+        .grad that is (UNSPEC-1: one side may have none): it is not compared at all."""
+        return self.all_open or not self.open.isdisjoint(kind.refs(s)) or (
+            not kind.assigns_grad and any(self.grad(t) for t, _ in kind.holds_grad(s)))
 
     def grad(self, name: str | None) -> bool:
         return (self.after_error and name not in self.reset) or name in self.lost
@@ -75,10 +78,10 @@ class Unspecified:
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
         tainted = self.depends(s, kind)
         if kind.backward_pass and "error" in (o.status, e.status):
-            self.after_error, self.reset = True, set()
-            for g, tensors in self.held.items():     # a partial pass may have added into them
-                self.stored.setdefault(g, set()).update(tensors)
-            self.held.clear()
+            self._grads_open()              # a partial pass may have added into any
+        if kind.retains_target and s.target:
+            self.retaining.add(s.target)
+            self._unhold(lambda tensors: s.target in tensors)
         self.layouts_open |= kind.records_grads(s)
         self.all_open |= tainted and kind.backward_pass
         self._acted_on(s, kind, tainted)
@@ -98,8 +101,10 @@ class Unspecified:
                 # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
                 # Function marked dirty (UNSPEC-11), may have written it or not
                 self.open |= self._names(g) | {s.target}
-            if g in self.stored:            # a write to a gradient tensor or a view of it
-                self.lost.update(self.stored[g])
+            if g in self.stored:            # a write to a gradient tensor or a view of it, which
+                self.lost.update(self.stored[g])    # a .grad a pass reached through views
+                self.aliased = True                 # may share (UNSPEC-16): what holds a
+                self._unhold(lambda tensors: True)  # .grad is open from now on
             return
         bound = kind.binds(s)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
@@ -124,15 +129,27 @@ class Unspecified:
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
 
+    def _grads_open(self) -> None:
+        """Every .grad is open until assigned again (UNSPEC-1), and so is what holds one."""
+        self.after_error, self.reset = True, set()
+        self._unhold(lambda tensors: True)
+
+    def _unhold(self, which) -> None:
+        """The storages held as .grad (GRAD-3) of the tensors `which` picks: open from now on."""
+        for g in [g for g, tensors in self.held.items() if which(tensors)]:
+            self.stored.setdefault(g, set()).update(self.held.pop(g))
+
     def _holds(self, pairs: list[tuple[str, str]]) -> None:
         """`name` is tensor's .grad itself (GRAD-3): writes into its storage show in that
         .grad and a backward adds into it (GRAD-4), both compared; by how much its version
-        moves is open (UNSPEC-3, UNSPEC-16). Where tensor's .grad is open (UNSPEC-1) or may
-        share memory with a gradient the program supplied (UNSPEC-16), so are its values."""
+        moves is open (UNSPEC-3, UNSPEC-16). Where tensor's .grad is open (UNSPEC-1), may
+        share memory with a gradient the program supplied, or is a retained one, which a pass
+        may replace or write in place (UNSPEC-16), so are its values."""
         for tensor, name in pairs:
             g = self.group.setdefault(name, next(self.storages))
             self.versionless |= self._names(g) | {name}
-            if self.grad(tensor) or any(tensor in ts for ts in self.stored.values()):
+            if self.grad(tensor) or tensor in self.retaining or self.aliased or any(
+                    tensor in ts for ts in self.stored.values()):
                 self.stored.setdefault(g, set()).add(tensor)
             else:
                 self.held.setdefault(g, set()).add(tensor)

@@ -142,6 +142,7 @@ class RetainGrad(Kind):
     reweighted = ((3, 8),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = "target.retain_grad()"
     caps = ("retain_grad",)
+    retains_target = True
 
     def check(self, s, path):
         fields.name(s, path, "target")

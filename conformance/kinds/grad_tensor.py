@@ -24,7 +24,7 @@ class GradRef(Kind):
     weight = 3
     since = 21
     doc = ("out = target.grad: the tensor target's .grad holds, itself (GRAD-3); "
-           "target's .grad must be a tensor")
+           "target must be a leaf whose .grad is a tensor")
 
     def holds_grad(self, s):
         return [(s.target or "", s.out or "")]
@@ -37,7 +37,10 @@ class GradRef(Kind):
         fields.name(s, path, "target")
 
     def run(self, x, s, ev, path):
-        grad = x.e.get_grad(x.env[s.target])
+        t = x.env[s.target]
+        if not x.e.is_leaf(t):      # a retained non-leaf's .grad may be replaced (UNSPEC-16)
+            raise NoGrad(f"{s.target} is not a leaf: gradspec binds only a leaf's .grad")
+        grad = x.e.get_grad(t)
         if grad is None:
             raise NoGrad(f"{s.target}.grad is None: there is no tensor to bind")
         x.env[s.out] = grad
@@ -92,7 +95,7 @@ class GradIs(Kind):
 
     def render(self, s, path):
         t, h = s.target, s.args[0]
-        return [f"show({f'[{path}] {t}.grad is {h}'!r}, {t}.grad is {h})"]
+        return [f"show({f'[{path}] {t}.grad_is:{h}'!r}, {t}.grad is {h})"]
 
     def draw(self, g, h=None):
         """`x.grad is h` of a tensor h bound to x's .grad (given, or one of the live ones)."""

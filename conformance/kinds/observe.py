@@ -34,13 +34,41 @@ def _grad(e: Any, t: Any) -> tuple[Any, Any]:
 
 
 def _grad_layout(e: Any, t: Any) -> tuple[Any, Any]:
-    """The strides of a leaf's .grad where GRAD-2 fixes them: None in a dimension of size 1,
-    and None for no .grad, one with no elements, or a non-leaf's (UNSPEC-16)."""
+    """How a leaf's .grad is laid out, as GRAD-2 puts it: "leaf" (the leaf's own strides in
+    every dimension of size above 1), else "row-major", else those strides (None per dimension
+    of size 1); None for no .grad, one with no elements, or a non-leaf's (UNSPEC-16). Relative
+    to the leaf, whose own strides an engine may choose where it was computed by an op."""
     g = e.get_grad(t)
     shape = () if g is None else tuple(e.shape(g))
     if g is None or 0 in shape or not e.is_leaf(t):
         return None, None
-    return [s if n > 1 else None for s, n in zip(e.stride(g), shape, strict=True)], None
+    mine = [s if n > 1 else None for s, n in zip(e.stride(g), shape, strict=True)]
+    if mine == [s if n > 1 else None for s, n in zip(e.stride(t), shape, strict=True)]:
+        return "leaf", None
+    row, step = [], 1
+    for n in reversed(shape):
+        row.insert(0, step if n > 1 else None)
+        step *= n
+    return ("row-major" if mine == row else mine), None
+
+
+# grad_layout in a standalone script (Observe's and Sweep's render helper): _grad_layout's
+# reading, written against the torch-shaped module
+GRAD_LAYOUT_SOURCE = '''def grad_layout(t):
+    """How t.grad is laid out (GRAD-2): "leaf", "row-major" or its strides (None per size-1
+    dim); None for no .grad, an empty one or a non-leaf's."""
+    g = t.grad
+    if g is None or not g.numel() or not t.is_leaf:
+        return None
+    mine = [s if n > 1 else None for s, n in zip(g.stride(), g.shape)]
+    if mine == [s if n > 1 else None for s, n in zip(t.stride(), g.shape)]:
+        return "leaf"
+    row, step = [], 1
+    for n in reversed(g.shape):
+        row.insert(0, step if n > 1 else None)
+        step *= n
+    return "row-major" if mine == row else mine
+'''
 
 
 def _of(method: str) -> Callable[[Any, Any], tuple[Any, Any]]:
@@ -73,8 +101,7 @@ TABLE: dict[str, Observable] = {
                                        f"str({t}.grad_dtype).rsplit('.', 1)[-1]"),
     "grad_layout": Observable(
         "grad_tensor", _grad_layout,
-        lambda t: f"None if {t}.grad is None or not {t}.grad.numel() or not {t}.is_leaf else "
-                  f"[s if n > 1 else None for s, n in zip({t}.grad.stride(), {t}.grad.shape)]"),
+        lambda t: f"grad_layout({t})"),
 }
 OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
@@ -101,6 +128,9 @@ class Observe(Kind):
     def run(self, x, s, ev, path):
         value, dtype = TABLE[s.params["what"]].read(x.e, x.env[s.target])
         ev.value, ev.dtype = plain(value), plain(dtype)
+
+    def render_helpers(self):
+        return GRAD_LAYOUT_SOURCE
 
     def render(self, s, path):
         t, what = s.target, s.params["what"]
@@ -197,6 +227,9 @@ class Sweep(Kind):
             value, dtype = TABLE[what].read(x.e, x.env[name])
             out.append([plain(value), plain(dtype)])
         ev.value = out
+
+    def render_helpers(self):
+        return GRAD_LAYOUT_SOURCE
 
     def render(self, s, path):
         # every name first, as the executor checks them: an unbound one skips the whole sweep

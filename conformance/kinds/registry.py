@@ -18,7 +18,7 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   holds_grad, records_grads, same_object, unversioned, observed,
+                   retains_target, holds_grad, records_grads, same_object, unversioned, observed,
                    grad_hook, hook_labels, hook_order_open, recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
@@ -68,6 +68,8 @@ class Kind:
     #                                         is compared until assigned again (UNSPEC-1)
     assigns_grad: ClassVar[bool] = False    # it assigns its target's .grad (UNSPEC-1, -3)
     fills_grads: ClassVar[bool] = False     # its pass stores into .grad (not autograd.grad)
+    retains_target: ClassVar[bool] = False  # its target retains its .grad, which a pass may
+    #                                         replace or write in place (UNSPEC-16)
     writes: ClassVar[bool] = False          # it writes into its target's storage in place
     aliases: ClassVar[bool] = False         # its result may share its target's storage
     shares_version: ClassVar[bool] = False  # ... and shares its version counter (VER-4, -5)

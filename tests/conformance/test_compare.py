@@ -98,8 +98,9 @@ def test_grad_after_a_failed_backward_is_unspecified(torch_engine):
     assert [d.path for d in compare(p, o, e)] == ["7"]
 
 
-def test_value_of_a_tensor_stored_as_grad_is_unspecified(torch_engine):
-    """UNSPEC-3: `x.grad = g` may store g or a copy; accumulation may write into it."""
+def test_a_tensor_assigned_to_grad_is_compared_as_the_grad_itself(torch_engine):
+    """GRAD-3: `x.grad = g` stores g itself, and a backward adds into it (GRAD-4), so a copying
+    engine that leaves g alone diverges; only the amount g's version moves is open (UNSPEC-3)."""
     p = Program([
         leaf("x", [1.0, 2.0], [2]),
         leaf("g", [1.0, 1.0], [2], rg=False),
@@ -108,10 +109,13 @@ def test_value_of_a_tensor_stored_as_grad_is_unspecified(torch_engine):
         S("backward", target="s"),
         obs("g", "value"),
         obs("x", "grad"),
+        obs("g", "version"),
     ])
     o, e = traces(p, torch_engine)
-    e.by_path()["5"].value = [1.0, 1.0]            # a copying engine left g alone
+    e.by_path()["7"].value = o.by_path()["7"].value + 1    # the version: open
     assert compare(p, o, e) == []
+    e.by_path()["5"].value = [1.0, 1.0]            # a copying engine left g alone
+    assert [d.path for d in compare(p, o, e)] == ["5"]
 
 
 def test_skipped_statements_are_not_compared(torch_engine):
@@ -564,3 +568,79 @@ def test_an_inference_tensor_after_a_refused_write_is_unspecified(torch_engine):
     assert compare(p, o, e) == []
     by["7"].value = [3.0, 5.0]                      # b was never written: still compared
     assert [d.path for d in compare(p, o, e)] == ["7"]
+
+
+# ---- GRAD-3, UNSPEC-1, UNSPEC-16: a .grad bound to a name ----------------------------------
+def _bound_grad(*middle: S) -> Program:
+    """x's first .grad bound to h, then `middle`, then h's value (the last path) observed."""
+    return Program([
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("backward", target="s", params={"retain_graph": True}),
+        S("grad_ref", out="h", target="x"),
+        *middle,
+        obs("h", "value"),
+    ])
+
+
+def test_a_bound_grad_is_compared_and_opened_by_a_failed_pass(torch_engine):
+    """h = x.grad is x.grad itself: its value after a second pass is compared (GRAD-4); after
+    a pass that raised, what it holds is open (UNSPEC-1: the pass may have added into it)."""
+    p = _bound_grad(S("backward", target="s"))
+    o, e = traces(p, torch_engine)
+    e.events[-1].value = [2.0, 2.0]                 # an engine that replaced .grad
+    assert [d.path for d in compare(p, o, e)] == [str(len(p.statements) - 1)]
+    p = _bound_grad(S("backward", target="s"), S("backward", target="s"))   # GRAPH_FREED
+    o, e = traces(p, torch_engine)
+    assert o.events[-2].error == "GRAPH_FREED"
+    e.events[-1].value = [9.0, 9.0]
+    assert compare(p, o, e) == []
+
+
+def test_a_grad_bound_after_a_failed_pass_is_not_compared(torch_engine):
+    """After a pass that raised, one engine may have a .grad where the other has none: binding
+    it is not compared, nor what follows from it (UNSPEC-1)."""
+    p = Program([leaf("x", [1.0, 2.0], [2], "float64"),
+                 S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 S("backward", target="y"),                     # IMPLICIT_GRAD_NONSCALAR
+                 S("grad_ref", out="h", target="x"),
+                 obs("h", "value")])
+    o, e = traces(p, torch_engine)
+    assert o.events[2].status == "error" and o.events[3].status == "error"
+    e.events[3].status, e.events[3].error, e.events[4].status = "ok", None, "ok"
+    e.events[4].value = [2.0, 2.0]
+    assert compare(p, o, e) == []
+
+
+def test_what_a_retained_grad_holds_is_open(torch_engine):
+    """UNSPEC-16: a pass may replace a retained non-leaf's .grad or add into it, the one the
+    program assigned included."""
+    p = Program([leaf("x", [1.0, 2.0], [2], "float64"),
+                 S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 S("retain_grad", target="y"),
+                 leaf("k", [1.0, 1.0], [2], "float64", rg=False),
+                 S("set_grad", target="y", args=["k"]),
+                 S("call", out="s", args=["y"], params={"fn": "sum"}),
+                 S("backward", target="s"),
+                 obs("k", "value")])
+    o, e = traces(p, torch_engine)
+    e.events[-1].value = [2.0, 2.0]                 # torch replaced it; this one added into k
+    assert compare(p, o, e) == []
+
+
+def test_grad_layout_is_open_after_an_assignment_or_a_create_graph_pass(torch_engine):
+    """GRAD-2 fixes a first .grad's layout; an assigned one has its own, and a create_graph
+    pass replaces .grad by a sum of any layout (UNSPEC-16)."""
+    first = _bound_grad(obs("x", "grad_layout"))
+    o, e = traces(first, torch_engine)
+    assert o.events[-2].value == "leaf"
+    e.events[-2].value = "row-major"
+    assert [d.path for d in compare(first, o, e)] == [str(len(first.statements) - 2)]
+    for middle in ([leaf("k", [1.0, 1.0], [2], "float64", rg=False),
+                    S("set_grad", target="x", args=["k"])],
+                   [S("backward", target="s", params={"create_graph": True})]):
+        p = _bound_grad(*middle, obs("x", "grad_layout"))
+        o, e = traces(p, torch_engine)
+        e.events[-2].value = [7]
+        assert compare(p, o, e) == [], middle
