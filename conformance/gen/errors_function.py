@@ -68,7 +68,10 @@ def custom_view_inplace(g: Any) -> bool:
             since=SINCE)
 def legacy_function(g: Any) -> bool:
     """F.<fn>()(x) for a Function of the catalogue: it records nothing and binds nothing."""
-    fn = g.choice("legacy Function", (*OUT_OF_PLACE[:2], DIRTY[0]))
+    # from vocabulary 21 the dirty Function only where the engine declares inplace, which its
+    # statement kind needs (vocabularies 19 and 20 drew it regardless; kept as they were)
+    dirty = (DIRTY[0],) if g.vocabulary < 21 or g.has("inplace") else ()
+    fn = g.choice("legacy Function", (*OUT_OF_PLACE[:2], *dirty))
     row = ROWS[fn]
     t = g.pick("legacy Function input", lambda u: u.is_float and not u.inference) \
         or g.make_leaf()

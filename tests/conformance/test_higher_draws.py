@@ -67,8 +67,9 @@ def test_the_model_predicts_which_gradients_torch_records(monkeypatch):
                     "requires_grad"):
                 assert ev.status == "ok" and ev.value == predicted[s.target], (seed, p.dumps())
                 checked[ev.value] += 1
-    # {True: 113, False: 23} in seeds 0-1999 at vocabulary 16 (51 and 6 in 0-999)
-    assert checked[True] >= 80 and checked[False] >= 10, checked
+    # {True: 113, False: 23} in seeds 0-1999 at vocabulary 16 (51 and 6 in 0-999); {True: 78,
+    # False: 17} at vocabulary 21, whose .grad scenarios take a share of the focus draws
+    assert checked[True] >= 65 and checked[False] >= 10, checked
 
 
 @pytest.mark.parametrize("engine", ["refimpl", "torch"])

