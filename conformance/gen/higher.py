@@ -38,6 +38,9 @@ PRODUCTS = frozenset({"mul", "div"})
 STEPS = (("unary", 4), ("square", 1), ("inplace", 2), ("view write", 2))
 # DOUBLE-10: the ops whose recorded gradient it states
 DOUBLE_10 = frozenset({"relu", "abs", "clamp"})
+# ops whose derivative reads their input again (DOUBLE-6: a write to it between a create_graph
+# pass and a pass through its gradient's graph is seen)
+READS_INPUT = ("sin", "cos")
 
 
 def _base(fn: str) -> str:
@@ -134,11 +137,21 @@ def second_derivative(g: Any) -> bool:
     if relu_alone:
         y = g.call1(y, "relu", [], {}, list(ops.ROWS["relu"].clauses))
         effects, fns = [True], ["relu"]
+    y0, first = y, None
+    # vocabulary 21: sometimes sin or cos first, whose input a write may change between the
+    # passes (DOUBLE-6, below)
+    if g.vocabulary >= 21 and not relu_alone and g.has("inplace", "version_counter") and \
+            g.boolean("a function its derivative reads again", 30):
+        fn = g.choice("read-again op", READS_INPUT)
+        y = g.call1(y, fn, [], {}, list(ops.ROWS[fn].clauses))
+        effects, fns, first = [True], [fn], ("unary", fn)
     for _ in range(0 if relu_alone else g.integer("double steps", 1, 3)):
-        done = _step(g, y, g.weighted("double step", STEPS))
+        step = g.weighted("double step", STEPS)
+        done = _step(g, y, step)
         if done is not None:
             y, effect, fn = done
             effects, fns = effects + [effect], fns + [fn]
+            first = first or (step, fn)
     recorded = next((e for e in effects if e is not None), False)
     root = g.sum_of(y) if y.shape else y
     hooked = x.node is not None and bool(x.node.hooks)
@@ -149,6 +162,13 @@ def second_derivative(g: Any) -> bool:
         return False
     grad = made[0]
     KINDS["observe"].draw(g, grad, "requires_grad")
+    # vocabulary 21: sometimes a write, between the two passes, into the input of sin, cos or
+    # log, which their derivative in the gradient's graph reads again (DOUBLE-6)
+    wrote = g.vocabulary >= 21 and first is not None and first[0] == "unary" and \
+        first[1] in READS_INPUT and g.has("inplace", "version_counter") and \
+        g.inplace_ok(y0) and g.boolean("write between the passes", 60)
+    if wrote:
+        g.draw_on("inplace", y0, target=y0, fn=g.choice("double in-place op", _in_place(g, y0)))
     if g.vocabulary >= 15 and recorded and "abs" not in fns and (relu_alone or g.boolean(
             "a pass from the gradient alone", 70 if DOUBLE_10.intersection(fns) else 30)):
         # the gradient's graph alone: a node whose input is reached only through a saved
@@ -163,18 +183,22 @@ def second_derivative(g: Any) -> bool:
     # notices, is open (UNSPEC-9): nothing uses it again.
     for t in (grad, z, s):
         t.hidden = True
-    if predict(reach([s.node])) is not None:    # the model's graph of it is coarse (it
-        return True                             # reaches all of root's): none predicted
+    predicted = predict(reach([s.node]))
+    if predicted is not None and not (wrote and predicted == "VERSION_MISMATCH"):
+        return True     # the model's graph of it is coarse (it reaches all of root's)
     retain = g.draw_retain()
     # vocabulary 15: sometimes that pass records too (a third-order graph, DOUBLE-3), and
     # half of those run twice, the second adding a recorded gradient to the recorded .grad
     deeper = g.vocabulary >= 15 and g.boolean("the second pass with create_graph", 25)
-    twice = deeper and "retain_graph" in g.caps and g.boolean("twice with create_graph", 50)
+    twice = deeper and not wrote and "retain_graph" in g.caps and g.boolean(
+        "twice with create_graph", 50)
     if twice:
         g.emit_backward(s, [], True, create_graph=True)
     g.emit_backward(s, [], retain, create_graph=deeper)
     _tag(g, g.out[-1], "DOUBLE-2", *([] if retain else ["DOUBLE-5"]),
-         *(["DOUBLE-9"] if hooked else []))
+         *(["DOUBLE-9"] if hooked else []), *(["DOUBLE-6"] if wrote else []))
+    if wrote:           # it raised VERSION_MISMATCH: no second derivative to look at
+        return True
     if not retain:      # which nodes of the function's graph that pass freed follows the
         for name in set(g.tensors) - before:    # gradient's graph's edges (UNSPEC-9)
             if not g.tensors[name].leaf:

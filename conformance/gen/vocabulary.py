@@ -83,7 +83,8 @@ from __future__ import annotations
 # (kinds/grad_tensor.py): `h = x.grad` of a leaf whose .grad the spec fixes all of (GRAD-1,
 # GRAD-3), writes into it that x.grad shows (GRAD-3), the passes that add into it (GRAD-4),
 # `x.grad is h` (the statement kind grad_is), the observable grad_layout (GRAD-2), and a
-# tensor assigned to .grad that the program keeps using (set_grad, GRAD-3).
+# tensor assigned to .grad that the program keeps using (set_grad, GRAD-3); and in gen/higher.py
+# a write between a create_graph pass and the pass through its gradient's graph (DOUBLE-6).
 VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
@@ -118,8 +119,6 @@ NOT_GENERATED: dict[str, str] = {
     # vocabulary 5 draws create_graph on autograd.grad of a function of one leaf (gen/higher.py)
     # and on some tensor.backward calls (kinds/backward.py)
     "DOUBLE-4": "no observable reads the grad_fn of a .grad",
-    "DOUBLE-6": "nothing is written between a create_graph pass and the pass through its "
-                "gradient's graph",
     "DOUBLE-8": "CREATE_GRAPH_CYCLE is not compared in generated programs: torch gives it "
                 "once per process, and a campaign's worker runs many (UNSPEC-9)",
     # spec/data.md

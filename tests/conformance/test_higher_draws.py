@@ -13,6 +13,7 @@ from conformance.engines import load_engine
 from conformance.executor import execute
 from conformance.gen.core import ALL_CAPABILITIES, program_for_seed
 from conformance.gen.focus import focus_table
+from conformance.gen.vocabulary import NOT_GENERATED
 from conformance.judge.compare import compare
 from conformance.kinds import KINDS
 from conformance.lang.program import Program, Stmt
@@ -223,3 +224,35 @@ def _retained_twice_recorded(flat: list[Stmt]) -> bool:
                 for t in flat[i + 1:i + 8]):
             return True
     return False
+
+
+# ---- DOUBLE-6: a write between a create_graph pass and a pass through its gradient ----------
+def _double_6(seeds) -> list[Program]:
+    programs = [program_for_seed(s) for s in seeds]
+    return [p for p in programs if any("DOUBLE-6" in st.clauses for _, st in p.walk())]
+
+
+def test_a_write_between_the_passes_is_drawn_and_refused(monkeypatch):
+    """Vocabulary 21: sin or cos first, then between autograd.grad(create_graph=True) and the
+    pass through the gradient's graph an in-place write to its input, which the derivative
+    reads again: torch raises VERSION_MISMATCH as the model expects, refimpl agrees, and a
+    refimpl whose gradient's graph does not share the saved values' version counters is
+    blamed under the version check."""
+    import refimpl.differentiable as differentiable
+    from tests.conformance.blame import blamed
+    programs = _double_6(range(1500))
+    assert len(programs) >= 8, len(programs)        # 12 of seeds 0-1499
+    assert "DOUBLE-6" not in NOT_GENERATED
+    torch, ref = load_engine("torch"), load_engine("refimpl")
+    for p in programs:
+        oracle = execute(p, torch)
+        path = next(path for path, s in p.walk() if "DOUBLE-6" in s.clauses)
+        assert oracle.by_path()[path].error == p.meta["expect"][path] == "VERSION_MISMATCH"
+        assert compare(p, oracle, execute(p, ref)) == [], p.seed
+    real = differentiable.wrap
+
+    def fresh_counter(be, value, vc):       # the fault: a counter of its own
+        return real(be, value, [0] if vc is not None else vc)
+    primaries = blamed(programs, lambda mp: mp.setattr(differentiable, "wrap", fresh_counter),
+                       monkeypatch)
+    assert primaries and primaries.most_common(1)[0][0] in {"VER-7", "DOUBLE-6"}, primaries
