@@ -280,6 +280,11 @@ class Engine(ABC):
         [node, next node, input index] per non-None entry of next_functions."""
         raise NotImplementedError
 
+    def base(self, t: Tensor) -> Tensor | None:
+        """(capability view_base) t._base: the tensor a view's chain of view ops started from,
+        None for a tensor that is no view (VIEW-1)."""
+        raise NotImplementedError
+
     def stride(self, t: Tensor) -> tuple[int, ...]:
         """(capability grad_tensor) t.stride(): elements, not bytes, between neighbours along
         each dim (GRAD-2 reads it of a .grad)."""

@@ -125,11 +125,13 @@ def region_source(src: str, params: list[str]) -> str:
 # grad_dtype and requires_grad_setter: attribute setters on tensors a compiled region takes
 # have not been probed. Nor detach_inplace: detach_() on a tensor a compiled region took or
 # made has not been probed. Nor grad_tensor: a .grad bound to a name, written and added into
-# across compiled regions, has not been probed.
+# across compiled regions, has not been probed. Nor view_base: its probe passes, but
+# generated base_is statements over compiled views have not been run.
 CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph", "inference_mode",
                                    "custom_function", "data_assign", "saved_tensors_hooks",
                                    "multi_grad_hooks", "multi_views", "grad_dtype",
-                                   "requires_grad_setter", "detach_inplace", "grad_tensor"}
+                                   "requires_grad_setter", "detach_inplace", "grad_tensor",
+                                   "view_base"}
 
 
 class CompiledTorch(TorchLike):

@@ -41,6 +41,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "requires_grad_setter": ("set_requires_grad",),
     "detach_inplace": ("detach_",),
     "grad_tensor": ("stride",),     # and get_grad (core's), whose result it binds
+    "view_base": ("base",),
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -20,7 +20,7 @@ ALL_CAPABILITIES = frozenset({
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks",
     "narrow_select", "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace",
-    "grad_tensor"})
+    "grad_tensor", "view_base"})
 
 # op -> its Python operator function, for the ops spelt as operators (from the op table)
 BINARY = {r.name: ops.OPERATORS[r.operator] for r in ops.CALLS if r.form == "operator"}
@@ -189,6 +189,9 @@ class TorchLike(Engine):
 
     def shape(self, t):
         return tuple(int(s) for s in t.shape)
+
+    def base(self, t):
+        return t._base
 
     def stride(self, t):
         return tuple(int(s) for s in t.stride())

@@ -221,7 +221,7 @@ class Gen(BackwardPasses):
         t.shares = a.memory()
         t.exact, t.at_kink = a.exact_now(), a.at_kink
         t.made_at, t.doubt_at = a.storage.version, a.storage.doubt
-        t.base = base
+        t.base, t.reshaped = base, a.reshaped
         base.views.append(t)
         t.nograd_view = a.nograd_view or not self.grad_enabled
         t.multi_view = a.multi_view
@@ -330,6 +330,7 @@ class Gen(BackwardPasses):
             for _ in range(self.integer("steps", 1, self.size)):
                 self.step()
         if self.vocabulary >= 3:
+            KINDS["base_is"].emit_end(self)
             KINDS["sweep"].emit_end(self)
         # Clauses were tagged as statements were emitted (tags: only those the capabilities
         # cover). The model's predictions, for people reading a program and for the

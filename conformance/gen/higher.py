@@ -138,10 +138,7 @@ def second_derivative(g: Any) -> bool:
         y = g.call1(y, "relu", [], {}, list(ops.ROWS["relu"].clauses))
         effects, fns = [True], ["relu"]
     y0, first = y, None
-    # vocabulary 21: sometimes sin or cos first, whose input a write may change between the
-    # passes (DOUBLE-6, below)
-    if g.vocabulary >= 21 and not relu_alone and g.has("inplace", "version_counter") and \
-            g.boolean("a function its derivative reads again", 30):
+    if not relu_alone and _read_again(g):   # sin or cos first (DOUBLE-6, _write_between)
         fn = g.choice("read-again op", READS_INPUT)
         y = g.call1(y, fn, [], {}, list(ops.ROWS[fn].clauses))
         effects, fns, first = [True], [fn], ("unary", fn)
@@ -162,13 +159,7 @@ def second_derivative(g: Any) -> bool:
         return False
     grad = made[0]
     KINDS["observe"].draw(g, grad, "requires_grad")
-    # vocabulary 21: sometimes a write, between the two passes, into the input of sin, cos or
-    # log, which their derivative in the gradient's graph reads again (DOUBLE-6)
-    wrote = g.vocabulary >= 21 and first is not None and first[0] == "unary" and \
-        first[1] in READS_INPUT and g.has("inplace", "version_counter") and \
-        g.inplace_ok(y0) and g.boolean("write between the passes", 60)
-    if wrote:
-        g.draw_on("inplace", y0, target=y0, fn=g.choice("double in-place op", _in_place(g, y0)))
+    wrote = _write_between(g, y0, first)
     if g.vocabulary >= 15 and recorded and "abs" not in fns and (relu_alone or g.boolean(
             "a pass from the gradient alone", 70 if DOUBLE_10.intersection(fns) else 30)):
         # the gradient's graph alone: a node whose input is reached only through a saved
@@ -206,6 +197,25 @@ def second_derivative(g: Any) -> bool:
     if not KINDS["observe"].draw(g, x, "grad"):
         return False
     _tag(g, g.out[-1], "DOUBLE-2")      # the second derivative, where it shows
+    return True
+
+
+def _read_again(g: Any) -> bool:
+    """Vocabulary 21: sometimes the function starts with sin or cos, whose input a write may
+    change between the passes (_write_between)."""
+    return g.vocabulary >= 21 and g.has("inplace", "version_counter") and g.boolean(
+        "a function its derivative reads again", 50)
+
+
+def _write_between(g: Any, y0: T, first: tuple[str, str] | None) -> bool:
+    """Vocabulary 21: sometimes a write, between the two passes, into y0, the input of the
+    function's first step where that is sin or cos, whose derivative in the gradient's graph
+    reads it again (DOUBLE-6): whether it wrote."""
+    if not (g.vocabulary >= 21 and first is not None and first[0] == "unary"
+            and first[1] in READS_INPUT and g.has("inplace", "version_counter")
+            and g.inplace_ok(y0) and g.boolean("write between the passes", 85)):
+        return False
+    g.draw_on("inplace", y0, target=y0, fn=g.choice("double in-place op", _in_place(g, y0)))
     return True
 
 

@@ -84,7 +84,8 @@ from __future__ import annotations
 # GRAD-3), writes into it that x.grad shows (GRAD-3), the passes that add into it (GRAD-4),
 # `x.grad is h` (the statement kind grad_is), the observable grad_layout (GRAD-2), and a
 # tensor assigned to .grad that the program keeps using (set_grad, GRAD-3); and in gen/higher.py
-# a write between a create_graph pass and the pass through its gradient's graph (DOUBLE-6).
+# a write between a create_graph pass and the pass through its gradient's graph (DOUBLE-6);
+# and where the engine declares view_base, `t._base is b` (the statement kind base_is, VIEW-1).
 VOCABULARIES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 GENERATOR_VERSION = VOCABULARIES[-1]
 # the steps Hypothesis takes per statement of a program's size (vocabulary 3): 11 steps for
@@ -98,7 +99,7 @@ ALL_CAPABILITIES = ("core", "grad_fn", "retain_grad", "hooks", "post_accumulate_
                     "create_graph", "inference_mode", "custom_function",
                     "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
                     "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace",
-                    "grad_tensor")
+                    "grad_tensor", "view_base")
 # capabilities an older vocabulary has nothing to draw for: it neither uses nor records them,
 # so that its programs stay byte for byte what they were
 # (custom_function: vocabulary 19 is the first to draw a torch.autograd.Function; from
@@ -107,7 +108,7 @@ CAPABILITY_SINCE = {"deriv_ops": 4, "create_graph": 5, "inference_mode": 6,
                     "custom_function": 6, "data_assign": 6, "saved_tensors_hooks": 6,
                     "multi_grad_hooks": 6, "narrow_select": 7, "multi_views": 12,
                     "grad_dtype": 16, "requires_grad_setter": 16, "detach_inplace": 20,
-                    "grad_tensor": 21}
+                    "grad_tensor": 21, "view_base": 21}
 # Clauses no generated program exercises, and why; spec examples and tests/differential cover them.
 NOT_GENERATED: dict[str, str] = {
     "GRAPH-8": "control flow on values: a program's statements are fixed before it runs",
@@ -127,7 +128,6 @@ NOT_GENERATED: dict[str, str] = {
     # spec/saved.md
     "SAVED-8": "no pack hook writes its input (what it leaves is UNSPEC-13)",
     # spec/view.md
-    "VIEW-1": "no observable reads ._base yet",
     "VIEW-2": "a write through a view of a view is tagged INPLACE-8 (model/inplace.py)",
     "VIEW-3": "the views a write rebases are modelled (model/inplace.py), tagged with the "
               "write's own clauses (INPLACE-8, INPLACE-14)",

@@ -92,6 +92,7 @@ DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
     "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
     "grad_dtype": ("DATA-5", "GRAD-7"),
     "grad_layout": ("GRAD-4", "GRAD-2"),
+    "base_is": ("VIEW-1",),
     "grad_is": ("DOUBLE-3", "LEAF-14", "GRAD-4", "GRAD-3"),
     # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
     # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)

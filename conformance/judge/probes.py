@@ -171,6 +171,13 @@ PROBES: dict[str, list[Stmt]] = {
                     _see("x", "grad"), _call("z", "exp", "x"), _call("s2", "sum", "z"),
                     _backward("s2"), _see("h", "value"),
                     Stmt("grad_is", target="x", args=["h"])],
+    # VIEW-1: a view of a view has the first view's base; detach() of a view is no view
+    "view_base": [X, Stmt("view", out="v", target="x",
+                          params={"fn": "view", "kw": {"shape": [2, 2]}}),
+                  Stmt("view", out="w", target="v", params={"fn": "t", "kw": {}}),
+                  Stmt("base_is", target="w", args=["x"]),
+                  Stmt("base_is", target="x", args=[None]), Stmt("detach", out="d", target="w"),
+                  Stmt("base_is", target="d", args=[None])],
     "deriv_ops": [X, _call("c", "gt", "x", 0.0), _see("c", "value"),
                   _see("c", "requires_grad"), _call("f", "floor", "x"), _call("m", "max", "x"),
                   _call("w", "where", "x", "c", "f"), _call("l", "long", "x"),

@@ -32,6 +32,7 @@ class Unspecified:
         self.held: dict[int, set[str]] = {}     # GRAD-3: storage -> tensors whose .grad is it
         self.retaining: set[str] = set()    # tensors retain_grad was called on (UNSPEC-16)
         self.aliased = False                # a tensor that may be some .grad was written
+        self.base_open: set[str] = set()    # UNSPEC-3: made by a reshape, or a view of one
         self.layout_open: set[str] = set()  # tensors assigned a .grad (its strides are its own)
         self.layouts_open = False           # a create_graph pass replaced .grads (UNSPEC-16)
         self.lost: set[str] = set()         # tensors whose .grad aliased a tensor modified
@@ -72,7 +73,8 @@ class Unspecified:
         if level and (aspect == "next_functions" or (level == 2 and aspect == "grad_fn")):
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version,
-                 "grad_is": self.grad, "grad_layout": self.layout}.get(aspect)
+                 "grad_is": self.grad, "grad_layout": self.layout,
+                 "base_is": self.base_open.__contains__}.get(aspect)
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
@@ -116,6 +118,9 @@ class Unspecified:
                 self.graph_open[name] = 1
         for name in kind.recorded_gradients(s):
             self.graph_open[name] = 2
+        self.base_open.difference_update(bound)
+        if kind.may_copy(s) or (kind.aliases and s.target in self.base_open):
+            self.base_open.update(bound)
         if kind.aliases and s.target in self.group:
             for name in bound:              # every output of a view (split's several)
                 self.group[name] = self.group[s.target]

@@ -205,7 +205,7 @@ class Grad(Kind):
     name = "grad"
     param_keys = ("outputs", "inputs", "grad_outputs", "retain_graph", "allow_unused", "outs",
                   "create_graph")
-    ends_segment = backward_pass = True
+    ends_segment = backward_pass = views_open = True
     weight = 4
     doc = ("params.outs = autograd.grad(params.outputs, params.inputs, grad_outputs="
            "params.grad_outputs, retain_graph=params.retain_graph, allow_unused="

@@ -23,6 +23,7 @@ class GradRef(Kind):
     caps = ("core", "grad_tensor")
     weight = 3
     since = 21
+    views_open = True       # a first .grad may be a view of the gradient (UNSPEC-16)
     doc = ("out = target.grad: the tensor target's .grad holds, itself (GRAD-3); "
            "target must be a leaf whose .grad is a tensor")
 

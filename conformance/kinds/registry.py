@@ -18,8 +18,9 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   retains_target, holds_grad, records_grads, same_object, unversioned, observed,
-                   grad_hook, hook_labels, hook_order_open, recorded_gradients
+                   retains_target, holds_grad, records_grads, may_copy, same_object,
+                   unversioned, observed, grad_hook, hook_labels, hook_order_open,
+                   recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -41,7 +42,7 @@ ORDER: tuple[str, ...] = (
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
     "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
     "function", "dirty_function", "detach_", "set_", "disable_saved_hooks",
-    "grad_ref", "grad_is",
+    "grad_ref", "grad_is", "base_is",
 )
 
 
@@ -73,6 +74,8 @@ class Kind:
     writes: ClassVar[bool] = False          # it writes into its target's storage in place
     aliases: ClassVar[bool] = False         # its result may share its target's storage
     shares_version: ClassVar[bool] = False  # ... and shares its version counter (VER-4, -5)
+    copies_when: ClassVar[tuple[str, ...]] = ()  # ... but a copy may come of these params.fn
+    views_open: ClassVar[bool] = False      # what it binds may be a view (a gradient) or not
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -102,6 +105,12 @@ class Kind:
         tensor's .grad holds (GRAD-3), so that writes into either show in the other and a
         backward adds into both (GRAD-4)."""
         return []
+
+    def may_copy(self, s: Any) -> bool:
+        """Whether what it binds may be a view or not, as the engine chooses (UNSPEC-3): a
+        reshape (params.fn in copies_when), a gradient (views_open). Its `_base`, and that
+        of its views, is open."""
+        return self.views_open or s.params.get("fn") in self.copies_when
 
     def records_grads(self, s: Any) -> bool:
         """A backward with create_graph: each .grad it reaches is replaced by a recorded

@@ -243,10 +243,9 @@ class Call(Kind):
 
     @staticmethod
     def _joining(g, a, fits, forced=False):
-        """Vocabulary 3: mostly (`forced`: always) a second operand whose graph reaches a
-        leaf a's does not (so that backward passes join leaves through several branches),
-        often a fresh leaf that requires grad when no live tensor does; None to draw it as
-        before."""
+        """Vocabulary 3: mostly (`forced`: always) a second operand whose graph reaches a leaf
+        a's does not (so that passes join leaves through several branches), often a fresh leaf
+        that requires grad when no live tensor does; None to draw it as before."""
         if not forced and not g.boolean("join another leaf", 85):
             return None
         b = g.pick("joining operand",
@@ -310,6 +309,7 @@ class View(Kind):
     doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
     caps = ("views",)
     aliases = shares_version = True     # reshape may copy (UNSPEC-3): counted as sharing
+    copies_when = ("reshape",)
 
     def check(self, s, path):
         fields.name(s, path, "out")
@@ -356,6 +356,7 @@ class View(Kind):
                 t.reach_at = tuple(s.version for s in t.storage.may_reach)
         else:
             t = g.add_view(a, shape, noncontig, fn == "expand")
+        t.reshaped = t.reshaped or fn == "reshape"
         g.emit(Stmt("view", out=t.name, target=a.name, params={"fn": fn, "kw": kw}),
                ["GRAPH-10", "VER-13", *ops.lookup("view", fn).clauses]
                + (["GRAPH-1"] if t.rg else []))

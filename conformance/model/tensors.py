@@ -110,6 +110,8 @@ class T:
     #                                  failed pass since (UNSPEC-1); only vocabulary 21 reads it
     grad_mem: Storage | None = None  # ... and the storage of that .grad, once a name holds it
     grad_of: T | None = None         # a name bound to this leaf's .grad (grad_ref, set_grad)
+    reshaped: bool = False           # a reshape made it or what it views: its _base is open
+    #                                  (UNSPEC-3: a reshape may copy)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)
 
     def __post_init__(self) -> None:

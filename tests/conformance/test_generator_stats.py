@@ -64,8 +64,8 @@ def test_every_clause_a_program_can_exercise_is_in_at_least_20_programs(programs
     assert not low, f"clauses in fewer than {PER_CLAUSE} programs of {len(progs)}: {low}"
     # vocabulary 19 adds 302 (its custom Functions, five more error moves and three scenarios
     # take statements from the others in a program of 20: SAVED-3 is in 3 of the first 300);
-    # vocabulary 18 added 252, vocabulary 17 200 at most
-    assert COUNT < len(progs) <= COUNT + 330, len(progs)
+    # vocabulary 18 added 252, vocabulary 17 200 at most; vocabulary 21 331
+    assert COUNT < len(progs) <= COUNT + 340, len(progs)
 
 
 def test_the_clauses_counted_are_those_with_a_generator_recipe():
