@@ -298,7 +298,7 @@ def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: Unspecified,
     dtype of what was observed, where it has one, exactly."""
     for i, (tensor, aspect, clauses, (ov, od), (ev, ed)) in enumerate(
             kind.observations(s, o, e)):
-        if unspec.hides(aspect, tensor):
+        if unspec.hides(aspect, tensor, kind.refs(s)):
             continue
         label = aspect if tensor is None else f"{tensor}.{aspect}"
         if not close(ov, ev, dtype) and not _relieved(relief, (o.path, "value", i), ov, ev,

@@ -65,8 +65,9 @@ class Unspecified:
         create_graph pass (UNSPEC-16), or the .grad itself is (UNSPEC-1)."""
         return self.layouts_open or name in self.layout_open or self.grad(name)
 
-    def hides(self, aspect: str, name: str | None) -> bool:
-        """Whether an observation of `aspect` of tensor `name` is not to be compared."""
+    def hides(self, aspect: str, name: str | None, refs: Any = ()) -> bool:
+        """Whether an observation of `aspect` of tensor `name` is not to be compared (`refs`:
+        every name the statement reads; a base_is is open when either tensor's base is)."""
         if self.all_open or name in self.open:      # UNSPEC-3, for one item of a sweep
             return True
         level = self.graph_open.get(name or "", 0)
@@ -74,7 +75,7 @@ class Unspecified:
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version,
                  "grad_is": self.grad, "grad_layout": self.layout,
-                 "base_is": self.base_open.__contains__}.get(aspect)
+                 "base_is": lambda n: not self.base_open.isdisjoint([n, *refs])}.get(aspect)
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
@@ -118,8 +119,9 @@ class Unspecified:
                 self.graph_open[name] = 1
         for name in kind.recorded_gradients(s):
             self.graph_open[name] = 2
-        self.base_open.difference_update(bound)
-        if kind.may_copy(s) or (kind.aliases and s.target in self.base_open):
+        opened = kind.may_copy(s) or (kind.aliases and s.target in self.base_open)
+        self.base_open.difference_update(bound)     # (`r = r[0]`: opened was read first)
+        if opened:
             self.base_open.update(bound)
         if kind.aliases and s.target in self.group:
             for name in bound:              # every output of a view (split's several)

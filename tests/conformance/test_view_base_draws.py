@@ -70,6 +70,28 @@ def test_what_a_reshape_made_has_an_open_base():
     assert [d.path for d in compare(p, oracle, engine)] == ["5"]
 
 
+def test_a_gradient_named_as_a_base_or_viewed_under_its_own_name_is_open():
+    """UNSPEC-3: a gradient may be a view, or the very tensor it came from: `v._base is g` and
+    a view bound to a gradient's own name (`g = g[0:]`) are not compared."""
+    torch = load_engine("torch")
+    p = Program([Stmt("leaf", out="x", params={"values": [1.0, 2.0], "shape": [2],
+                                              "dtype": "float32", "requires_grad": True}),
+                 Stmt("call", out="s", args=["x"], params={"fn": "sum", "kw": {}}),
+                 Stmt("grad", params={"outputs": ["s"], "inputs": ["x"], "grad_outputs": None,
+                                      "retain_graph": None, "allow_unused": False,
+                                      "outs": ["g"]}),
+                 Stmt("view", out="v", target="x", params={"fn": "view", "kw": {"shape": [2]}}),
+                 Stmt("base_is", target="v", args=["g"]),
+                 Stmt("getitem", out="g", target="g", params={"index": [{"slice": [0, None,
+                                                                                 None]}]}),
+                 Stmt("base_is", target="g", args=[None])])
+    oracle = execute(p, torch)
+    engine = copy.deepcopy(oracle)
+    engine.events[4].value = not oracle.events[4].value
+    engine.events[6].value = not oracle.events[6].value
+    assert compare(p, oracle, engine) == []
+
+
 def _operand_as_base(monkeypatch):
     """A fault: a view's base is the tensor the view op was applied to, a view included."""
     for name in ("refimpl.ops.views", "refimpl.ops.split"):
