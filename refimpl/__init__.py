@@ -27,12 +27,13 @@ from .ops import linalg as _la
 from .ops import reduce as _red
 from .ops import split as _split
 from .ops import views as _views
+from .layout import contiguous_format, memory_format, preserve_format
 from .sizes import Size, device
 from .tensor import Tensor
 
 __all__ = ["autograd", "backend", "nn", "ops", "Tensor", "Size", "device", "tensor", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "memory_format", "contiguous_format", "preserve_format"]
 dtype = dtypes.dtype
 bool, float32, float64, int64 = dtypes.bool_, dtypes.float32, dtypes.float64, dtypes.int64  # noqa: A001
 float, double, long = float32, float64, int64  # noqa: A001

@@ -12,6 +12,7 @@ import itertools
 import weakref
 
 from . import errors, grad_mode, hooks
+from .layout import contiguous_format
 
 _sequence = itertools.count()  # creation order; the engine runs the most recent node first
 FREED = "freed"                # Node.saved after release_variables()
@@ -195,23 +196,34 @@ def _accumulate(node, grad):
 
 
 def _accumulate_recorded(leaf, grad) -> None:
-    """As torch's AccumulateGrad with grad mode on: the first gradient copied into new memory
-    of the leaf's layout (copy_: CopyBackwards, version 1), later ones added out of place."""
-    if leaf._grad is None:
+    """As torch's AccumulateGrad with grad mode on (DOUBLE-4): the first gradient copied into
+    new memory of the leaf's layout (copy_: CopyBackwards, version 1), or, where the leaf's
+    layout has gaps or overlaps, cloned row-major (CloneBackward0); later ones added out of
+    place (AddBackward0)."""
+    if leaf._grad is None and not _dense(leaf):
+        leaf._grad = grad.clone(memory_format=contiguous_format)
+    elif leaf._grad is None:
         leaf._grad = leaf._new_like(_grad_memory(leaf, grad._data.dtype)).copy_(grad)
     else:
         leaf._grad = leaf._grad + grad
 
 
-def _grad_memory(leaf, dtype):
-    """Zeros for a leaf's first .grad (GRAD-2): the leaf's strides when its elements tile a block
-    of memory (non-overlapping and dense: zeros_like keeps them), else row-major."""
+def _dense(leaf) -> bool:
+    """Whether the leaf's elements tile a block of memory (non-overlapping and dense)."""
     data, be, need = leaf._data, leaf._be, 1
     for s, n in sorted((s, n) for n, s in zip(data.shape, be.strides(data), strict=True) if n > 1):
         if s != need:
-            return be.xp.zeros(data.shape, dtype=dtype)
+            return False
         need *= n
-    return be.xp.zeros_like(data, dtype=dtype)
+    return True
+
+
+def _grad_memory(leaf, dtype):
+    """Zeros for a leaf's first .grad (GRAD-2): the leaf's strides when its elements tile a block
+    of memory (zeros_like keeps them), else row-major."""
+    xp = leaf._be.xp
+    return xp.zeros_like(leaf._data, dtype=dtype) if _dense(leaf) else xp.zeros(
+        leaf._data.shape, dtype=dtype)
 
 
 def _post_accumulate_hooks(leaf) -> None:

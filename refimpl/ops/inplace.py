@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import broadcast, errors, grad_mode, saved_hooks
 from ..differentiable import math
+from ..layout import contiguous_format, preserve_format
 from ..differentiable import zeros_like as _zeros
 from ..node import Node
 from ..tensor import (
@@ -195,8 +196,18 @@ def inplace(op):
     return method
 
 
-def clone(a):                               # CloneBackward0; saves: nothing
-    out, _ = record(a._be.copy(a._data), a._be, "CloneBackward0", _identity_bw, (a,))
+def clone(a, *, memory_format=preserve_format):   # CloneBackward0; saves: nothing
+    """A copy in a's layout, or in new row-major memory with memory_format=contiguous_format
+    (a non-dense leaf's first recorded .grad: DOUBLE-4, GRAD-2)."""
+    if memory_format is contiguous_format:
+        data = a._be.xp.zeros(a._data.shape, dtype=a._data.dtype)
+        data[...] = a._data
+    elif memory_format is preserve_format:
+        data = a._be.copy(a._data)
+    else:
+        raise TypeError(f"clone(): memory_format must be torch.preserve_format or "
+                        f"torch.contiguous_format, got {memory_format!r}")
+    out, _ = record(data, a._be, "CloneBackward0", _identity_bw, (a,))
     return out
 
 

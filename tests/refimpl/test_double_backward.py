@@ -155,6 +155,54 @@ def test_backward_accumulates_out_of_place(shape, dtype):
     same(prog)
 
 
+# leaf layouts (DOUBLE-4, GRAD-2): dense ones get a copy_ into their own strides, ones with
+# gaps or overlaps a row-major clone
+LAYOUTS = {
+    "vector": lambda t, dt: t.arange(1.0, 4.0, dtype=dt),
+    "scalar": lambda t, dt: t.tensor(1.5, dtype=dt),
+    "matrix": lambda t, dt: t.arange(1.0, 7.0, dtype=dt).reshape(2, 3),
+    "transposed": lambda t, dt: t.arange(1.0, 7.0, dtype=dt).reshape(2, 3).t(),
+    "dense_slice": lambda t, dt: t.arange(1.0, 9.0, dtype=dt)[2:6],
+    "gaps": lambda t, dt: t.arange(1.0, 9.0, dtype=dt)[::2],
+    "column": lambda t, dt: t.arange(1.0, 7.0, dtype=dt).reshape(2, 3)[:, 1:],
+    "expanded": lambda t, dt: t.arange(1.0, 3.0, dtype=dt).expand(3, 2),
+}
+# a loss per shape of the gradient's computation: recorded (it reads the leaf) or linear
+LEAF_LOSSES = {
+    "square": lambda x: (x * x).sum(),
+    "exp": lambda x: x.exp().sum(),
+    "linear": lambda x: (x * 3.0).sum(),
+}
+
+
+def _node(t):
+    return None if t.grad_fn is None else t.grad_fn.name()
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("first, second", [("square", "exp"), ("linear", "square"),
+                                           ("linear", "linear"), ("exp", "linear")])
+def test_recorded_grad_nodes_per_leaf_layout(layout, dtype, first, second):
+    """DOUBLE-4: a leaf's first recorded .grad is a copy_ (CopyBackwards) into its own strides
+    where its memory is dense, a row-major clone (CloneBackward0) where it has gaps or
+    overlaps; a second create_graph pass's sum is AddBackward0; either only where DOUBLE-1
+    records it; a plain pass after adds in place and leaves the node."""
+    def prog(torch):
+        warnings.simplefilter("ignore")
+        x = LAYOUTS[layout](torch, getattr(torch, dtype)).requires_grad_()
+        LEAF_LOSSES[first](x).backward(create_graph=True)
+        g = x.grad
+        out = [g, _node(g), g._version, g.requires_grad, g.is_contiguous()]
+        LEAF_LOSSES[second](x).backward(create_graph=True)
+        out += [x.grad, _node(x.grad), x.grad is g, g]
+        kept = x.grad
+        LEAF_LOSSES["square"](x).backward()
+        out += [x.grad, _node(x.grad), x.grad is kept]
+        return out
+    same(prog)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_plain_then_recorded_accumulation_and_retained_grads(dtype):
     """DOUBLE-3, DOUBLE-4: after a plain backward, a create_graph one adds out of place; a
