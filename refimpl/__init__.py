@@ -20,6 +20,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .layout import contiguous_format, memory_format, preserve_format
 from .ops import discrete as _disc
 from .ops import elementwise as _ew
 from .ops import inplace as _ip
@@ -27,7 +28,6 @@ from .ops import linalg as _la
 from .ops import reduce as _red
 from .ops import split as _split
 from .ops import views as _views
-from .layout import contiguous_format, memory_format, preserve_format
 from .sizes import Size, device
 from .tensor import Tensor
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from .. import broadcast, errors, grad_mode, saved_hooks
 from ..differentiable import math
-from ..layout import contiguous_format, preserve_format
 from ..differentiable import zeros_like as _zeros
+from ..layout import contiguous_format, preserve_format
 from ..node import Node
 from ..tensor import (
     NO_VERSION,
