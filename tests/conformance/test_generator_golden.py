@@ -262,6 +262,18 @@ VOCABULARY_20_DIGESTS = {
     ("core", 20, 0, 100):
         "c1ea9a3b551e10c2331caec4a83cb03ae1a9d85438d3f5e41f267c266e57ea35",
 }
+# Vocabulary 21 (`gradspec run`'s before vocabulary 22), recorded at 4b6ee27 before the nodes
+# of recorded .grads and Module.zero_grad were drawn.
+VOCABULARY_21_DIGESTS = {
+    ("all", 20, 0, 150):
+        "c8bdc298f1afaecf417f001d738aa50ceac156b39ca2b946a8a64f310d9a3712",
+    ("all", 40, 3000, 50):
+        "c6448516973ca5dc0f1a1ddb3660ea2bab619d73ed27dea2e99d099ec8dc1101",
+    ("no-grad_fn", 20, 0, 100):
+        "73c43dde22a3c469b217fd4cf9ee4072752823869ccf6bd3e2a9eb96443a5d0f",
+    ("core", 20, 0, 100):
+        "4a7f86666b6aadc8b799bb0c2b41839b2f8b1a3c7dca7d77bdcc6f7ceb9ca7a5",
+}
 
 HYPOTHESIS_DIGESTS = {
     "strategy": "9104a13644978665bf7b6a3f4dc92ccaed363cd10786fdf649b0a0c7c021bbf7",
@@ -295,7 +307,7 @@ FROZEN = {3: VOCABULARY_3_DIGESTS, 4: VOCABULARY_4_DIGESTS, 6: VOCABULARY_6_DIGE
           11: VOCABULARY_11_DIGESTS, 12: VOCABULARY_12_DIGESTS,
           13: VOCABULARY_13_DIGESTS, 14: VOCABULARY_14_DIGESTS, 15: VOCABULARY_15_DIGESTS,
           16: VOCABULARY_16_DIGESTS, 17: VOCABULARY_17_DIGESTS, 18: VOCABULARY_18_DIGESTS,
-          19: VOCABULARY_19_DIGESTS, 20: VOCABULARY_20_DIGESTS}
+          19: VOCABULARY_19_DIGESTS, 20: VOCABULARY_20_DIGESTS, 21: VOCABULARY_21_DIGESTS}
 
 
 @pytest.mark.parametrize("vocabulary, key", [(v, k) for v, keys in FROZEN.items() for k in keys],
