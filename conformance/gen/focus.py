@@ -26,7 +26,7 @@ from ..lang.program import Stmt
 from ..model import T, predict, reach
 from ..model.tables import FACTORS, KINKS, VALUES_3
 from . import errors, errors_backward
-from .scenario import REWEIGHTED_SCENARIOS, SCENARIOS, backward_then_grad, scenario
+from .scenario import ORDER, REWEIGHTED_SCENARIOS, SCENARIOS, backward_then_grad, scenario
 from .scenario import backward_pass as _backward
 
 # the weight of "focus" in the statement draw, from generator vocabulary 3 on (0 before): about
@@ -353,10 +353,7 @@ def disjoint_views(g: Any) -> bool:
     return backward_then_grad(g, a, y)
 
 
-# the scenarios of higher-order gradients, of inference mode and of layouts, declared after those
-# above
-# (their order in the focus table is declaration order; each new module's scenarios weigh 0
-# in older vocabularies, so where it is imported changes no older vocabulary's table)
+# the scenarios of the other modules (their order in the focus table is scenario.ORDER)
 from . import functions, grad_tensor, higher, inference, layouts  # noqa: E402, F401
 
 # error moves with two routes (two clauses, or two ways to raise) weigh three times as much
@@ -367,13 +364,16 @@ TWO_ROUTES = ("VIEW_OF_LEAF_INPLACE", "VERSION_MISMATCH", "GRAD_OUTPUT_SHAPE")
 def focus_table(caps: frozenset[str], vocabulary: int = 3) -> tuple[tuple[str, int], ...]:
     """The focus moves the capabilities allow with their weights in a vocabulary, in a fixed
     order: SKIP (weight 0: never drawn at random; shrinking goes there), the error moves (as
-    "error:KIND"), then the scenarios in declaration order (those of weight 0 left out)."""
+    "error:KIND"), then the scenarios in scenario.ORDER (those of weight 0 left out)."""
     moves = [(SKIP, 0)] + [
         (f"error:{k}", weight_in(vocabulary, 3 if k in TWO_ROUTES else 1,
                                  REWEIGHTED_ERRORS.get(k, ())))
         for k, m in errors.MOVES.items() if caps.issuperset(m.needs) and m.since <= vocabulary]
+    if set(ORDER) != set(SCENARIOS) or len(ORDER) != len(set(ORDER)):
+        raise RuntimeError("scenario.ORDER must name every declared scenario once: "
+                           f"{sorted(set(ORDER) ^ set(SCENARIOS))}")
     scenarios = [(n, weight_in(vocabulary, w, REWEIGHTED_SCENARIOS.get(n, ())))
-                 for n, (needs, w, _) in SCENARIOS.items() if caps.issuperset(needs)]
+                 for n in ORDER for needs, w, _ in [SCENARIOS[n]] if caps.issuperset(needs)]
     return tuple(moves + [(n, w) for n, w in scenarios if w])
 
 
