@@ -209,8 +209,11 @@ def _accumulate_recorded(leaf, grad) -> None:
 
 
 def _dense(leaf) -> bool:
-    """Whether the leaf's elements tile a block of memory (non-overlapping and dense)."""
+    """Whether the leaf's elements tile a block of memory (non-overlapping and dense), as
+    torch's is_non_overlapping_and_dense has it: an empty leaf always does."""
     data, be, need = leaf._data, leaf._be, 1
+    if data.size == 0:
+        return True
     for s, n in sorted((s, n) for n, s in zip(data.shape, be.strides(data), strict=True) if n > 1):
         if s != need:
             return False

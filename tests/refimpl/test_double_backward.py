@@ -166,6 +166,7 @@ LAYOUTS = {
     "gaps": lambda t, dt: t.arange(1.0, 9.0, dtype=dt)[::2],
     "column": lambda t, dt: t.arange(1.0, 7.0, dtype=dt).reshape(2, 3)[:, 1:],
     "expanded": lambda t, dt: t.arange(1.0, 3.0, dtype=dt).expand(3, 2),
+    "empty_column": lambda t, dt: t.arange(1.0, 7.0, dtype=dt).reshape(2, 3).narrow(1, 2, 0),
 }
 # a loss per shape of the gradient's computation: recorded (it reads the leaf) or linear
 LEAF_LOSSES = {
@@ -456,3 +457,27 @@ def test_warning_is_given_once_unless_warn_always():
             (x * x).sum().backward(create_graph=True)
     assert len([w for w in caught if "create_graph=True" in str(w.message)]) <= 1
     assert refimpl.autograd._warned[0]
+
+
+@pytest.mark.parametrize("stop", ["requires_grad_", "detach_"])
+@pytest.mark.parametrize("op", ["mul", "div", "matmul", "mul_sin"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_saved_leaf_that_stopped_requiring_grad_is_not_recorded(stop, op, dtype):
+    """DOUBLE-1: whether a gradient is recorded is judged when the pass runs: a saved leaf is
+    read as it is then, so one that stopped requiring grad since it was saved does not make
+    the gradient require grad (torch unpacks the leaf itself)."""
+    def prog(torch):
+        warnings.simplefilter("ignore")
+        dt = getattr(torch, dtype)
+        x = torch.tensor([0.5, 1.5], dtype=dt, requires_grad=True)
+        c = torch.tensor([2.0, -1.0], dtype=dt, requires_grad=True)
+        y = {"mul": lambda: c * x, "div": lambda: x / c, "matmul": lambda: x @ c,
+             "mul_sin": lambda: (c * x).sin()}[op]()
+        s = y.sum()
+        getattr(c, stop)(*([False] if stop == "requires_grad_" else []))
+        g, = torch.autograd.grad(s, x, create_graph=True, retain_graph=True)
+        out = [g, g.requires_grad, g.grad_fn is None]
+        s.backward(create_graph=True)
+        out += [x.grad, x.grad.grad_fn is None, c.grad]
+        return out
+    same(prog)
