@@ -280,6 +280,16 @@ class Engine(ABC):
         [node, next node, input index] per non-None entry of next_functions."""
         raise NotImplementedError
 
+    def parameter(self, t: Tensor) -> Tensor:
+        """(capability nn_module) torch.nn.Parameter(t): a parameter holding t's values, a leaf
+        that requires grad, which a module can register (GRAD-5)."""
+        raise NotImplementedError
+
+    def module_zero_grad(self, params: list[Tensor], set_to_none: bool) -> None:
+        """(capability nn_module) zero_grad(set_to_none=set_to_none) of a torch.nn.Module whose
+        parameters are `params`, registered in that order (GRAD-5, GRAD-6)."""
+        raise NotImplementedError
+
     def base(self, t: Tensor) -> Tensor | None:
         """(capability view_base) t._base: the tensor a view's chain of view ops started from,
         None for a tensor that is no view (VIEW-1)."""

@@ -126,12 +126,13 @@ def region_source(src: str, params: list[str]) -> str:
 # have not been probed. Nor detach_inplace: detach_() on a tensor a compiled region took or
 # made has not been probed. Nor grad_tensor: a .grad bound to a name, written and added into
 # across compiled regions, has not been probed. Nor view_base: its probe passes, but
-# generated base_is statements over compiled views have not been run.
+# generated base_is statements over compiled views have not been run. Nor nn_module: a
+# Parameter passed into compiled regions and zero_grad between them have not been probed.
 CAPABILITIES = ALL_CAPABILITIES - {"grad_fn", "node_hooks", "create_graph", "inference_mode",
                                    "custom_function", "data_assign", "saved_tensors_hooks",
                                    "multi_grad_hooks", "multi_views", "grad_dtype",
                                    "requires_grad_setter", "detach_inplace", "grad_tensor",
-                                   "view_base"}
+                                   "view_base", "nn_module"}
 
 
 class CompiledTorch(TorchLike):

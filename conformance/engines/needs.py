@@ -42,6 +42,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "detach_inplace": ("detach_",),
     "grad_tensor": ("stride",),     # and get_grad (core's), whose result it binds
     "view_base": ("base",),
+    "nn_module": ("parameter", "module_zero_grad"),
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -27,6 +27,8 @@ from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
 from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
 from . import errors, indices
+from .higher import observe_recorded_grads
+from .modules import module_zero_grad
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
 from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
@@ -330,6 +332,8 @@ class Gen(BackwardPasses):
             for _ in range(self.integer("steps", 1, self.size)):
                 self.step()
         if self.vocabulary >= 3:
+            module_zero_grad(self)
+            observe_recorded_grads(self)
             KINDS["base_is"].emit_end(self)
             KINDS["sweep"].emit_end(self)
         # Clauses were tagged as statements were emitted (tags: only those the capabilities

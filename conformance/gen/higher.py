@@ -15,6 +15,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..lang import ops
+from ..lang.program import Program, Stmt
 from ..model import T, predict, reach
 from ..model.tables import NUMBERS
 from .scenario import scenario
@@ -222,3 +223,31 @@ def _write_between(g: Any, y0: T, first: tuple[str, str] | None) -> bool:
 def _tag(g: Any, stmt: Any, *clauses: str) -> None:
     """Add clauses to an emitted statement's tags (those the capabilities allow)."""
     stmt.clauses = g.tags([*stmt.clauses, *clauses])
+
+
+def observe_recorded_grads(g: Any) -> None:
+    """Vocabulary 22, before the closing sweep: the node of each .grad a create_graph pass
+    recorded that the model knows the spec fixes (T.grad_node_known; CopyBackwards, a
+    CloneBackward0 or AddBackward0, or none where DOUBLE-1 records nothing: DOUBLE-4), of the
+    first two such live tensors, with no draw (the program before them is what it would be
+    without them). A retained tensor's only while no plain pass followed a create_graph one
+    (UNSPEC-16: that pass may replace its .grad or add into it), as the comparator has it."""
+    if g.vocabulary < 22 or not g.has("grad_fn", "create_graph"):
+        return
+    retained_open = plain_after_graphed(s for _, s in Program(g.out).walk())
+    known = [u for u in g.live() if u.grad_node_known and u.is_float and not u.inference
+             and not u.packed_grad and not u.fn_grad and (u.leaf or not retained_open)]
+    for u in known[:2]:
+        g.emit(Stmt("observe", target=u.name, params={"what": "grad_grad_fn"}),
+               ["DOUBLE-4", "DOUBLE-1"])
+
+
+def plain_after_graphed(stmts: Any) -> bool:
+    """Whether a backward pass without create_graph follows one with it among `stmts`."""
+    graphed = False
+    for s in stmts:
+        if KINDS[s.op].backward_pass:
+            if graphed and not s.params.get("create_graph"):
+                return True
+            graphed = graphed or bool(s.params.get("create_graph"))
+    return False

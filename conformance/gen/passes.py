@@ -31,7 +31,7 @@ class BackwardPasses:
     def grads_open(self) -> None:
         """A backward raised: every .grad is open now (UNSPEC-1)."""
         for t in self.tensors.values():
-            t.grad_plain = False
+            t.grad_plain = t.grad_node_known = False
 
     def draw_retain(self) -> bool | None:
         if "retain_graph" not in self.caps:
@@ -40,15 +40,15 @@ class BackwardPasses:
 
     def emit_backward(self, root: T, gradient: list[Any], retain: Any = "draw",
                       inputs: list[T] | None = None, kind: str | None = None,
-                      create_graph: bool = False) -> bool:
+                      create_graph: bool = False, draw_inputs: bool = True) -> bool:
         """Emit root.backward(...) and update the model; `kind` is the deliberate error it
         raises (its clause is added), else the model predicts what it raises. With
         create_graph the .grad it stores is recorded (DOUBLE-3) and the graph kept by default
-        (FREE-7)."""
+        (FREE-7). Without `inputs` it sometimes draws some, unless not `draw_inputs`."""
         nodes = model.reach([root.node])
         predicted = model.predict(nodes) if root.rg and root.node is not None else "NO_GRAD_FN"
         retain = self.draw_retain() if retain == "draw" else retain
-        if inputs is None and "backward_inputs" in self.caps and self.boolean(
+        if inputs is None and draw_inputs and "backward_inputs" in self.caps and self.boolean(
                 "backward inputs", 20):
             leaves = [u for u in self.live(lambda u: u.leaf and u.rg and u.node is not None)
                       if u.node in nodes]

@@ -61,11 +61,12 @@ UNNAMED_ERROR: tuple[str, ...] = ("FUNC-10", "FUNC-9", "FUNC-12", "FUNC-6", "FUN
 # the Functions the passes ran, model/clauses.py): the most specific of them first, FUNC-1
 # (apply and backward in general) last.
 DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
-    ("grad", "None"): ("FUNC-11", "FUNC-6", "RETAIN-7", "LEAF-14", "API-6", "API-11", "RETAIN-8",
-                       "LEAF-16", "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
+    ("grad", "None"): ("FUNC-11", "FUNC-6", "RETAIN-7", "GRAD-5", "GRAD-6", "LEAF-14", "API-6",
+                       "API-11", "RETAIN-8", "LEAF-16", "DATA-5", "RETAIN-1", "LEAF-6", "LEAF-5"),
     "grad": ("SAVED-6", "FUNC-10", "FUNC-9", "FUNC-12", "FUNC-8", "FUNC-6", "FUNC-5",
-             "FUNC-13", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-4", "FUNC-1", "DOUBLE-2",
-             "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "GRAD-3", "LEAF-8", "LEAF-9",
+             "FUNC-13", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-4", "FUNC-1", "GRAD-6",
+             "GRAD-5", "DOUBLE-2", "RETAIN-5", "RETAIN-6", "RETAIN-4", "RETAIN-1", "GRAD-3",
+             "LEAF-8", "LEAF-9",
              "DATA-5", "LEAF-5"),
     "grad.dtype": ("RETAIN-1", "DATA-5", "LEAF-9"),
     "retains_grad": ("RETAIN-3", "RETAIN-2", "RETAIN-1"),
@@ -92,15 +93,19 @@ DEFINES: dict[tuple[str, str] | str, tuple[str | None, ...]] = {
     "next_functions": ("GRAPH-5", "GRAPH-6", "GRAPH-4"),
     "grad_dtype": ("DATA-5", "GRAD-7"),
     "grad_layout": ("GRAD-4", "GRAD-2"),
+    # the node of a .grad: none where nothing recorded it (zeroed in place, GRAD-6; linear,
+    # DOUBLE-1; a plain pass, GRAD-1), else the one DOUBLE-4 names
+    ("grad_grad_fn", "None"): ("GRAD-6", "DOUBLE-1", "GRAD-1"),
+    "grad_grad_fn": ("DOUBLE-4",),
     "base_is": ("VIEW-1",),
-    "grad_is": ("DOUBLE-3", "LEAF-14", "GRAD-4", "GRAD-3"),
+    "grad_is": ("GRAD-6", "GRAD-5", "DOUBLE-3", "LEAF-14", "GRAD-4", "GRAD-3"),
     # the tensor's own in-place write made the version (VER-2); or it is seen through a view,
     # detach() or .data of what was written (VER-4, -5, -6), or nothing wrote it (VER-1, -3)
     ("version", "written"): ("FUNC-11", "VER-2"),
     "version": ("FUNC-11", "FUNC-14", "VER-6", "VER-5", "VER-4", "DATA-2", "VER-2", "VER-1",
                 "VER-3"),
     "value": ("FUNC-5", "FUNC-11", "FUNC-14", "FUNC-3", "FUNC-9", "FUNC-12", "FUNC-1",
-              "GRAD-4", "GRAD-3",
+              "GRAD-6", "GRAD-5", "GRAD-4", "GRAD-3",
               "INPLACE-13", "INPLACE-9", "INPLACE-10", "INPLACE-12", "INPLACE-5", "INPLACE-6",
               "DATA-1", None),
     "results": ("SAVED-6", "FUNC-10", "FUNC-9", "FUNC-12", "FUNC-8", "FUNC-6", "FUNC-5",
@@ -140,6 +145,7 @@ HOOK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
 CLASS_OF_DIFFERENCE: tuple[tuple[tuple[str, str, str, str], str], ...] = (
     (("warnings", "", "", ""), "diagnostics"),
     (("value", "grad_fn", "name", "other-name"), "torch-observable"),
+    (("value", "grad_grad_fn", "name", "other-name"), "torch-observable"),
     (("value", "next_functions", "", ""), "torch-observable"),
     (("hooks", "hooks", "", "reordered"), "torch-observable"),
 )

@@ -31,6 +31,13 @@ class Unspecified:
         self.stored: dict[int, set[str]] = {}   # UNSPEC-3: storage -> tensors it was .grad of
         self.held: dict[int, set[str]] = {}     # GRAD-3: storage -> tensors whose .grad is it
         self.retaining: set[str] = set()    # tensors retain_grad was called on (UNSPEC-16)
+        self.inputs: set[str] = set()       # tensors named in a pass's inputs (non-leaves
+        #                                     among them get a .grad as retained ones do)
+        self.leaves: set[str] = set()       # names a leaf statement bound, not written since
+        self.graphed = False                # a pass with create_graph ran ...
+        self.replaced = False               # ... and a plain one after it, which may have
+        #                                     replaced a retained .grad or added into it: its
+        #                                     node is open (UNSPEC-16; a leaf's stays, DOUBLE-4)
         self.aliased = False                # a tensor that may be some .grad was written
         self.base_open: set[str] = set()    # UNSPEC-3: made by a reshape, or a view of one
         self.layout_open: set[str] = set()  # tensors assigned a .grad (its strides are its own)
@@ -75,6 +82,9 @@ class Unspecified:
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version,
                  "grad_is": self.grad, "grad_layout": self.layout,
+                 "grad_grad_fn": lambda n: self.grad(n) or (
+                     self.replaced and n not in self.leaves and (
+                         n in self.retaining or n in self.inputs)),
                  "base_is": lambda n: not self.base_open.isdisjoint([n, *refs])}.get(aspect)
         return check is not None and check(name)
 
@@ -82,12 +92,24 @@ class Unspecified:
         tainted = self.depends(s, kind)
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
+        if kind.backward_pass:
+            graphed = bool(s.params.get("create_graph"))
+            self.replaced |= self.graphed and not graphed
+            self.graphed |= graphed
+            inputs = s.params.get("inputs")
+            self.inputs.update(n for n in inputs or [] if isinstance(n, str))
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
         self.layouts_open |= kind.records_grads(s)
         self.all_open |= tainted and kind.backward_pass
         self._acted_on(s, kind, tainted)
+        touched = kind.touches_grads(s)
+        if touched and ("error" in (o.status, e.status) or "." in (o.path or "")):
+            self._grads_touched(touched)    # partway, or in a block's grad mode (GRAD-6)
+        else:
+            for name in kind.resets_grads(s):
+                self._reset(name)
         if kind.assigns_grad and s.target:
             self.reset.add(s.target)
             self.lost.discard(s.target)
@@ -99,6 +121,7 @@ class Unspecified:
             g = self.group.setdefault(gradient, next(self.storages))
             self.stored.setdefault(g, set()).add(tensor)
         if kind.writes:
+            self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
             if {"INFERENCE_INPLACE", "DIRTY_LEAF"} & {o.error, e.error}:
                 # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
@@ -110,6 +133,9 @@ class Unspecified:
                 self._unhold(lambda tensors: True)  # .grad is open from now on
             return
         bound = kind.binds(s)
+        self.leaves.difference_update(bound)
+        if kind.makes_leaf:
+            self.leaves.update(bound)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
@@ -135,6 +161,29 @@ class Unspecified:
             self.open.update(bound)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _reset(self, name: str) -> None:
+        """name's .grad was set to None: compared again from now on (UNSPEC-1 no longer
+        applies), and what held it holds a tensor that is no .grad (GRAD-5)."""
+        self.reset.add(name)
+        self.lost.discard(name)
+        self.layout_open.discard(name)
+        for g in [g for g, tensors in self.held.items() if name in tensors]:
+            self.held[g].discard(name)
+            if not self.held[g]:
+                del self.held[g]
+
+    def _grads_touched(self, names: list[str]) -> None:
+        """A zero_grad that raised partway (it may have reset or zeroed some .grads and not
+        others) or ran inside a block (in inference mode torch 2.13 does not cut a recorded
+        .grad from its graph, GRAD-6): those .grads are open until assigned again, and so is
+        all of what holds one of them."""
+        self.lost.update(names)
+        self.reset.difference_update(names)
+        for g, tensors in list(self.held.items()):
+            if not tensors.isdisjoint(names):
+                self.open |= self._names(g)
+        self._unhold(lambda tensors: not tensors.isdisjoint(names))
 
     def _grads_open(self) -> None:
         """Every .grad is open until assigned again (UNSPEC-1), and so is what holds one."""

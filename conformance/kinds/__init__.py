@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (each family registers its kinds)
     hooks,
     inplace,
     modes,
+    modules,
     multi,
     observe,
     saved,

@@ -195,7 +195,7 @@ class SetGrad(Kind):
         if t is None:
             return False
         if none if none is not None else g.boolean("grad None", 30):
-            t.has_grad = t.grad_plain = False
+            t.has_grad = t.grad_plain = t.grad_node_known = False
             t.grad_mem = None
             g.emit(Stmt("set_grad", target=t.name, args=[None]), ["LEAF-14"])
             return True
@@ -207,6 +207,7 @@ class SetGrad(Kind):
         dtype = t.grad_dtype if t.grad_dtype else t.dtype
         grad = g.make_leaf(shape=t.shape, dtype=dtype, rg=False, hidden=not kept)
         t.has_grad = t.grad_plain = True
+        t.grad_node_known = False
         t.grad_mem, grad.grad_of = grad.storage, t
         if kept:                        # a backward moves its version by an open amount
             grad.origin = "assigned_grad"

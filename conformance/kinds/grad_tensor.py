@@ -52,9 +52,16 @@ class GradRef(Kind):
     def draw(self, g):
         """`h = x.grad` of a leaf whose .grad the spec fixes all of (T.grad_plain); then,
         sometimes, a write into it (which x.grad shows: GRAD-3) and a look at x.grad."""
-        x = g.pick("bind .grad of", _bindable)
+        x = g.pick("bind .grad of", bindable)
         if x is None:
             return False
+        held = self.bind(g, x)
+        if g.boolean("write into the .grad", 30) and g.draw_on("inplace", held) is not None:
+            KINDS["observe"].draw(g, x, "grad")
+        return True
+
+    def bind(self, g, x: T) -> T:
+        """Emit `h = x.grad` of a leaf x that is bindable: the model of h."""
         if x.grad_mem is None:
             x.grad_mem = Storage()
         name = g.fresh()
@@ -62,12 +69,10 @@ class GradRef(Kind):
                                    x.grad_mem, origin="held_grad", grad_of=x,
                                    contiguous=x.contiguous and not x.expanded)
         g.emit(Stmt("grad_ref", out=name, target=x.name), ["GRAD-1", "GRAD-3"])
-        if g.boolean("write into the .grad", 30) and g.draw_on("inplace", held) is not None:
-            KINDS["observe"].draw(g, x, "grad")
-        return True
+        return held
 
 
-def _bindable(u: T) -> bool:
+def bindable(u: T) -> bool:
     """A leaf whose .grad is a tensor of a known dtype that the spec fixes all of."""
     return (u.leaf and u.has_grad and u.grad_plain and u.is_float and not u.packed_grad
             and u.grad_dtype is not None and not u.hidden)

@@ -33,6 +33,13 @@ def _grad(e: Any, t: Any) -> tuple[Any, Any]:
     return (None, None) if g is None else (e.to_list(g), e.dtype(g))
 
 
+def _grad_node(e: Any, t: Any) -> tuple[Any, Any]:
+    """The name of t.grad's grad_fn: None where t has no .grad or its .grad no history
+    (DOUBLE-4 names the nodes of a recorded .grad, DOUBLE-1 says when it has one)."""
+    g = e.get_grad(t)
+    return (None if g is None else e.grad_fn_name(g)), None
+
+
 def _grad_layout(e: Any, t: Any) -> tuple[Any, Any]:
     """How a leaf's .grad is laid out, as GRAD-2 puts it: "leaf" (the leaf's own strides in
     every dimension of size above 1), else "row-major", else those strides (None per dimension
@@ -102,6 +109,12 @@ TABLE: dict[str, Observable] = {
     "grad_layout": Observable(
         "grad_tensor", _grad_layout,
         lambda t: f"grad_layout({t})"),
+    # drawn by no observe statement: programs end with it where the model knows the .grad's
+    # node is one DOUBLE-4 names (gen/higher.py, observe_recorded_grads)
+    "grad_grad_fn": Observable(
+        "grad_fn", _grad_node,
+        lambda t: f"None if {t}.grad is None or {t}.grad.grad_fn is None "
+                  f"else {t}.grad.grad_fn.name()"),
 }
 OBSERVABLES: dict[str, str] = {what: o.cap for what, o in TABLE.items()}   # what -> capability
 
@@ -180,8 +193,9 @@ class Observe(Kind):
 
 # what a sweep looks at: every observable, in the language's order, but grad_dtype: reading it
 # raises on a non-leaf, so an engine that makes one tensor a non-leaf wrongly would fail the
-# whole sweep and hide every other observation of it (observe statements look at it, one each)
-SWEPT = tuple(w for w in TABLE if w != "grad_dtype")
+# whole sweep and hide every other observation of it (observe statements look at it, one each);
+# nor grad_grad_fn, which only a .grad a create_graph pass recorded has worth looking at
+SWEPT = tuple(w for w in TABLE if w not in ("grad_dtype", "grad_grad_fn"))
 
 
 @kind

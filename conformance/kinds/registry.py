@@ -18,9 +18,10 @@ everything about the kind:
     open points    what spec/unspecified.md leaves open about its statements, for the
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
-                   retains_target, holds_grad, records_grads, may_copy, same_object,
-                   unversioned, observed, grad_hook, hook_labels, hook_order_open,
-                   recorded_gradients
+                   retains_target, holds_grad, resets_grads, touches_grads, makes_leaf,
+                   records_grads, may_copy,
+                   same_object, unversioned, observed, grad_hook, hook_labels,
+                   hook_order_open, recorded_gradients
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -42,7 +43,7 @@ ORDER: tuple[str, ...] = (
     "node_hook", "grad_enabled", "backward_many", "grad", "set_grad", "observe", "sweep",
     "multi_view", "multi_grad_hook", "set_grad_dtype", "set_data", "saved_hooks",
     "function", "dirty_function", "detach_", "set_", "disable_saved_hooks",
-    "grad_ref", "grad_is", "base_is",
+    "grad_ref", "grad_is", "base_is", "parameter", "zero_grad",
 )
 
 
@@ -76,6 +77,7 @@ class Kind:
     shares_version: ClassVar[bool] = False  # ... and shares its version counter (VER-4, -5)
     copies_when: ClassVar[tuple[str, ...]] = ()  # ... but a copy may come of these params.fn
     views_open: ClassVar[bool] = False      # what it binds may be a view (a gradient) or not
+    makes_leaf: ClassVar[bool] = False      # what it binds is a leaf (until written in place)
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -104,6 +106,17 @@ class Kind:
         """(tensor, name) pairs: once the statement ran, `name` is the very tensor that
         tensor's .grad holds (GRAD-3), so that writes into either show in the other and a
         backward adds into both (GRAD-4)."""
+        return []
+
+    def resets_grads(self, s: Any) -> list[str]:
+        """Names whose .grad the statement sets to None (a module's zero_grad, GRAD-5): what
+        each held is no longer their .grad, and their next .grad is compared afresh."""
+        return []
+
+    def touches_grads(self, s: Any) -> list[str]:
+        """Names whose .grad the statement sets to None or writes in place (zero_grad): where
+        it raised partway or ran inside a block (GRAD-6), their .grads, and what holds them,
+        are open from then on."""
         return []
 
     def may_copy(self, s: Any) -> bool:

@@ -234,6 +234,9 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
         if t.node is not None and id(t.node) in ids:
             if t.leaf:
                 firsts += _stored_grad(t, create_graph)
+            # a plain pass adds into a leaf's recorded .grad in place, keeping its node
+            # (DOUBLE-4); a retained one it may replace (UNSPEC-16)
+            t.grad_node_known = create_graph or (t.leaf and t.grad_node_known)
             t.has_grad = True
             t.packed_grad = t.packed_grad or written
             if through:

@@ -110,6 +110,9 @@ class T:
     #                                  failed pass since (UNSPEC-1); only vocabulary 21 reads it
     grad_mem: Storage | None = None  # ... and the storage of that .grad, once a name holds it
     grad_of: T | None = None         # a name bound to this leaf's .grad (grad_ref, set_grad)
+    grad_node_known: bool = False    # a create_graph pass stored its .grad, whose node the spec
+    #                                  fixes (DOUBLE-4, DOUBLE-1); no failed pass or assignment
+    #                                  since, nor a plain pass into a retained one (UNSPEC-16)
     reshaped: bool = False           # a reshape made it or what it views: its _base is open
     #                                  (UNSPEC-3: a reshape may copy)
     is_float: bool = field(init=False, repr=False)      # float32 or float64 (else int64)

@@ -24,7 +24,7 @@ CAPABILITIES = (
     "warnings", "backward_inputs", "deriv_ops", "create_graph", "inference_mode",
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
     "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace", "grad_tensor",
-    "view_base",
+    "view_base", "nn_module",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

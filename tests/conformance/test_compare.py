@@ -644,3 +644,127 @@ def test_grad_layout_is_open_after_an_assignment_or_a_create_graph_pass(torch_en
         o, e = traces(p, torch_engine)
         e.events[-2].value = [7]
         assert compare(p, o, e) == [], middle
+
+
+# ---- DOUBLE-4, UNSPEC-16: the node of a recorded .grad -------------------------------------
+def _recorded(*passes: S, retained: bool = True) -> Program:
+    """x (a leaf) and y = exp(x) (retained, or not), the loss (y * y).sum(), `passes`, then
+    the node of x.grad and of y.grad (the last two paths)."""
+    return Program([
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        S("call", out="y", args=["x"], params={"fn": "exp"}),
+        *([S("retain_grad", target="y")] if retained else []),
+        S("call", out="z", args=["y", "y"], params={"fn": "mul"}),
+        S("call", out="s", args=["z"], params={"fn": "sum"}),
+        *passes,
+        obs("x", "grad_grad_fn"),
+        obs("y", "grad_grad_fn"),
+    ])
+
+
+def test_the_node_of_a_recorded_grad_is_compared(torch_engine):
+    """DOUBLE-4: a first recorded .grad is CopyBackwards (a leaf's) or CloneBackward0 (a
+    retained one's), a second AddBackward0; a plain pass after keeps a leaf's node."""
+    graphed = S("backward", target="s", params={"create_graph": True, "retain_graph": True})
+    for passes, want in (([graphed], ["torch::autograd::CopyBackwards", "CloneBackward0"]),
+                         ([graphed, graphed], ["AddBackward0", "AddBackward0"])):
+        p = _recorded(*passes)
+        o, e = traces(p, torch_engine)
+        assert [ev.value for ev in o.events[-2:]] == want
+        n = len(p.statements)
+        for i in (n - 2, n - 1):
+            e.events[i].value = None
+            assert [d.path for d in compare(p, o, e)] == [str(i)]
+            e.events[i].value = o.events[i].value
+    p = _recorded(graphed, S("backward", target="s", params={"retain_graph": True}))
+    o, e = traces(p, torch_engine)
+    assert o.events[-2].value == "torch::autograd::CopyBackwards"
+    e.events[-2].value = "AddBackward0"
+    assert [d.path for d in compare(p, o, e)] == [str(len(p.statements) - 2)]
+
+
+def test_the_node_of_a_retained_grad_a_plain_pass_reached_is_open(torch_engine):
+    """UNSPEC-16: a plain pass may replace a retained tensor's recorded .grad (torch: no node)
+    or add into it in place (keeping CloneBackward0); or a non-leaf's among a pass's inputs."""
+    graphed = {"create_graph": True, "retain_graph": True}
+    for retained in (True, False):
+        inputs = {} if retained else {"inputs": ["y"]}
+        p = _recorded(S("backward", target="s", params=graphed | inputs),
+                      S("backward", target="s", params={"retain_graph": True} | inputs),
+                      retained=retained)
+        o, e = traces(p, torch_engine)
+        assert o.events[-1].value is None
+        e.events[-1].value = "CloneBackward0"
+        assert compare(p, o, e) == [], retained
+
+
+def test_the_node_of_a_grad_is_open_after_a_failed_pass(torch_engine):
+    """UNSPEC-1: a pass that raised may have stored into any .grad, or not."""
+    p = _recorded(S("backward", target="s", params={"create_graph": True, "retain_graph": True}),
+                  S("backward", target="z"))        # IMPLICIT_GRAD_NONSCALAR
+    o, e = traces(p, torch_engine)
+    assert o.events[-3].error == "IMPLICIT_GRAD_NONSCALAR"
+    e.events[-2].value = None
+    assert compare(p, o, e) == []
+
+
+def test_a_leafs_recorded_grad_node_stays_compared_after_a_plain_pass(torch_engine):
+    """DOUBLE-4: a plain pass adds into a leaf's recorded .grad in place, keeping its node,
+    even where the leaf is named in that pass's inputs (a non-leaf's would be open)."""
+    p = _recorded(S("backward", target="s", params={"create_graph": True, "retain_graph": True,
+                                                    "inputs": ["x"]}),
+                  S("backward", target="s", params={"retain_graph": True, "inputs": ["x"]}))
+    o, e = traces(p, torch_engine)
+    assert o.events[-2].value == "torch::autograd::CopyBackwards"
+    e.events[-2].value = "AddBackward0"
+    assert [d.path for d in compare(p, o, e)] == [str(len(p.statements) - 2)]
+
+
+# ---- GRAD-5, GRAD-6: a module's zero_grad ---------------------------------------------------
+def _param(name: str, values: list[float]) -> S:
+    return S("parameter", out=name, params={"values": values, "shape": [len(values)],
+                                            "dtype": "float64"})
+
+
+def _zeroed(*zero: S) -> Program:
+    """Parameters a and b, a pass, `zero`, then b.grad and a.grad (the last two paths)."""
+    return Program([
+        _param("a", [3.0, 1.0]), _param("b", [1.0, 1.0]),
+        leaf("x", [1.0, 2.0], [2], "float64"),
+        S("call", out="y", args=["a", "b"], params={"fn": "mul"}),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("backward", target="s", params={"retain_graph": True}),
+        *zero,
+        obs("b", "grad"),
+        obs("a", "grad"),
+    ])
+
+
+def test_what_zero_grad_did_is_compared(torch_engine):
+    """GRAD-5, GRAD-6: .grads set to None or zeroed are compared, and a .grad the module does
+    not hold is left as it was."""
+    for none, want in ((True, None), (False, [0.0, 0.0])):
+        p = _zeroed(S("zero_grad", args=["b"], params={"set_to_none": none}))
+        o, e = traces(p, torch_engine)
+        assert o.events[-2].value == want and o.events[-1].value == [1.0, 1.0]
+        for i in (-2, -1):
+            e.events[i].value = [7.0, 7.0]
+            assert [d.path for d in compare(p, o, e)] == [o.events[i].path], (none, i)
+            e.events[i].value = o.events[i].value
+
+
+def test_what_a_zero_grad_that_raised_or_ran_in_a_block_did_is_open(torch_engine):
+    """GRAD-6: a zero_grad that raised partway (register_parameter refuses x, a tensor that is
+    no parameter: torch raises before changing anything, another engine may not) or that ran
+    inside a block (in inference mode torch does not cut a recorded .grad) leaves its .grads
+    open; the .grad of a parameter it does not hold stays compared."""
+    for zero in (S("zero_grad", args=["b", "x"], params={"set_to_none": True}),
+                 S("mode", params={"mode": "inference_mode"},
+                   body=[S("zero_grad", args=["b"], params={"set_to_none": False})])):
+        p = _zeroed(zero)
+        o, e = traces(p, torch_engine)
+        assert o.events[-2].value == ([3.0, 1.0] if zero.op == "zero_grad" else [0.0, 0.0])
+        e.events[-2].value = None
+        assert compare(p, o, e) == [], zero.op
+        e.events[-1].value = None
+        assert [d.path for d in compare(p, o, e)] == [o.events[-1].path], zero.op
