@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 from .. import broadcast, dtypes
+from ..backend import namespace_of
 from ..differentiable import array, astype, diagonal, math, unpack
 from ..differentiable import zeros_like as _zeros
 from ..tensor import Tensor, needs, record, saved, saved_result, wrap
@@ -201,10 +202,16 @@ def pow(a, exponent):                       # saves: self (a scalar exponent onl
     if isinstance(exponent, Tensor):
         raise NotImplementedError("refimpl: pow supports a Python scalar exponent only")
     x, e, be = _operands(a, exponent)
-    out, node = record(x ** e, be, "PowBackward0", _pow_bw, (a,), e)
+    out, node = record(_power(x, e, be.xp), be, "PowBackward0", _pow_bw, (a,), e)
     if node is not None:
         node.save(saved(node, a, 0))
     return out
+
+
+def _power(x, e, xp):
+    """x ** e as torch's pow kernel computes it: exponent -0.5 is 1 / sqrt(x), so that
+    -0.0 gives -inf (IEEE pow gives +inf), in pow and in pow(x, 0.5)'s derivative."""
+    return 1 / xp.sqrt(x) if e == -0.5 else x ** e
 
 
 def _pow_bw(node, g):
@@ -212,7 +219,9 @@ def _pow_bw(node, g):
     e = node.info
     if e == 0:
         return (_zeros(g),)
-    return (g * (e * a ** (e - 1)),)
+    if a.__class__ is Tensor:       # under create_graph: recorded, through pow above
+        return (g * (e * a ** (e - 1)),)
+    return (g * (e * _power(a, e - 1, namespace_of(a))),)
 
 
 def rpow(a, base):                          # base ** a for a Python scalar base; saves: a, result

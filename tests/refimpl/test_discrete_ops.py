@@ -135,11 +135,15 @@ KINKS = {
     "relu": lambda t: t.relu(), "abs": lambda t: t.abs(), "sqrt": lambda t: t.sqrt(),
     "pow 0.5": lambda t: t.pow(0.5), "pow 1.5": lambda t: t ** 1.5, "pow 2": lambda t: t ** 2,
     "pow -1": lambda t: t.pow(-1), "pow 0": lambda t: t.pow(0), "pow 1": lambda t: t.pow(1),
+    "pow -0.5": lambda t: t.pow(-0.5),
     "clamp": lambda t: t.clamp(-0.6, 0.8), "clamp min": lambda t: t.clamp(min=-0.6),
     "clamp max": lambda t: t.clamp(max=0.8), "clamp min>max": lambda t: t.clamp(0.8, -0.6),
     "clamp min=max": lambda t: t.clamp(0.5, 0.5), "clip": lambda t: t.clip(0.0, 1.0),
 }
-KINK_VALUES = {"0-d": 0.0, "n-d": [[0.0, -0.6, 0.8], [0.5, 1.0, -1.0]]}
+# signed zeros: torch's pow computes exponent -0.5 as 1 / sqrt, so -0.0 gives -inf (in pow
+# -0.5 itself, and in the derivative of pow 0.5 and of sqrt), where IEEE pow gives +inf
+KINK_VALUES = {"0-d": 0.0, "n-d": [[0.0, -0.6, 0.8], [0.5, 1.0, -1.0]],
+               "signed zeros": [-0.0, 0.0, 4.0]}
 
 
 @pytest.mark.parametrize("upstream", ["ones", "zeros", "nan"])
