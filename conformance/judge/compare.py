@@ -25,7 +25,12 @@ Left out on purpose:
 - whether names that may be one tensor object are one (the results of autograd.grad, and its
   grad_outputs tensors: UNSPEC-3): once a statement changes one of them, every statement that
   reads the others (or what was computed from them) is not compared, and after such a
-  backward pass nothing is.
+  backward pass nothing is;
+- the node of a non-leaf's recorded `.grad` (retained, or among a pass's inputs) once a pass
+  without create_graph followed one with it, which may have replaced it or added into it
+  (UNSPEC-16; a leaf's keeps its node, DOUBLE-4);
+- the `.grad`s a module's zero_grad held, and what held them, after one that raised partway
+  or ran inside a block (GRAD-6).
 What each statement does to these open points, the comparator asks its kind (the "open
 points" of conformance/kinds/registry.py) and, for a call, its row of the op table
 (`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.

@@ -62,8 +62,7 @@ def check_index(s: Any, path: str) -> None:
 
 @kind
 class Leaf(Kind):
-    name = "leaf"
-    makes_leaf = True
+    name, makes_leaf = "leaf", True
     param_keys = ("values", "shape", "dtype", "requires_grad")
     weight = 8
     doc = ("out = tensor(values, shape, dtype, requires_grad). params: values (flat list), "
