@@ -30,7 +30,9 @@ Left out on purpose:
   without create_graph followed one with it, which may have replaced it or added into it
   (UNSPEC-16; a leaf's keeps its node, DOUBLE-4);
 - the `.grad`s a module's zero_grad held, and what held them, after one that raised partway
-  or ran inside a block (GRAD-6).
+  or ran inside a block (GRAD-6);
+- the dtype of the `.grad` of a leaf whose grad_dtype is None once it was computed with twice
+  (LEAF-9: gradients of two dtypes may meet, and torch keeps the first to arrive).
 What each statement does to these open points, the comparator asks its kind (the "open
 points" of conformance/kinds/registry.py) and, for a call, its row of the op table
 (`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.
@@ -250,7 +252,8 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
                     same_call(o.path, None if open_order else i, c, d)
                     for i, (c, d) in enumerate(zip(oh, eh, strict=True))):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
-        if ost == est == "ok" and kind.valued and not _same_data(o.value, e.value):
+        if ost == est == "ok" and kind.valued and not _same_data((o.value, o.dtype),
+                                                                 (e.value, e.dtype)):
             _compare_value(s, kind, o, e, unspec, diverge, dtype, relief)
         unspec.update(s, kind, o, e)
     return attribute(program, oracle, engine, sorted(out, key=lambda d: d.what != HARNESS))
@@ -309,7 +312,8 @@ def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: Unspecified,
         if not close(ov, ev, dtype) and not _relieved(relief, (o.path, "value", i), ov, ev,
                                                       dtype):
             diverge(o, "value", f"{label} = {ov!r}", f"{label} = {ev!r}", clauses, tensor)
-        elif od != ed and od is not None and ed is not None:
+        elif od != ed and od is not None and ed is not None and not unspec.hides(
+                f"{aspect}.dtype", tensor):
             diverge(o, "dtype", f"{label} has dtype {od}", f"{label} has dtype {ed}", clauses,
                     tensor)
 

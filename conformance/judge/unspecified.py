@@ -34,6 +34,8 @@ class Unspecified:
         self.inputs: set[str] = set()       # tensors named in a pass's inputs (non-leaves
         #                                     among them get a .grad as retained ones do)
         self.leaves: set[str] = set()       # names a leaf statement bound, not written since
+        self.arriving: set[str] = set()     # grad_dtype None: .grad keeps the arriving dtype
+        self.consumed: dict[str, int] = {}  # name -> how often statements computed with it
         self.graphed = False                # a pass with create_graph ran ...
         self.replaced = False               # ... and a plain one after it, which may have
         #                                     replaced a retained .grad or added into it: its
@@ -67,6 +69,12 @@ class Unspecified:
     def version(self, name: str | None) -> bool:
         return name in self.versionless or self.value(name)
 
+    def mixed(self, name: str | None) -> bool:
+        """The dtype of name's .grad is open (LEAF-9): its grad_dtype is None and it was
+        computed with more than once, so gradients of two dtypes may meet at its accumulator,
+        whose sum keeps the dtype of whichever arrives first (UNSPEC-7), in torch 2.13."""
+        return name in self.arriving and self.consumed.get(name or "", 0) >= 2
+
     def layout(self, name: str | None) -> bool:
         """The strides of name's .grad are open: assigned (any layout, GRAD-3), replaced by a
         create_graph pass (UNSPEC-16), or the .grad itself is (UNSPEC-1)."""
@@ -82,6 +90,7 @@ class Unspecified:
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version,
                  "grad_is": self.grad, "grad_layout": self.layout,
+                 "grad.dtype": self.mixed,
                  "grad_grad_fn": lambda n: self.grad(n) or (
                      self.replaced and n not in self.leaves and (
                          n in self.retaining or n in self.inputs)),
@@ -92,12 +101,7 @@ class Unspecified:
         tainted = self.depends(s, kind)
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
-        if kind.backward_pass:
-            graphed = bool(s.params.get("create_graph"))
-            self.replaced |= self.graphed and not graphed
-            self.graphed |= graphed
-            inputs = s.params.get("inputs")
-            self.inputs.update(n for n in inputs or [] if isinstance(n, str))
+        self._tally(s, kind)
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
@@ -161,6 +165,22 @@ class Unspecified:
             self.open.update(bound)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _tally(self, s: Stmt, kind: Any) -> None:
+        """What later rules count: passes with and without create_graph and the tensors named
+        in their inputs (a non-leaf's recorded .grad, UNSPEC-16), grad_dtypes set to None and
+        how often each tensor was computed with (the dtype of its .grad, LEAF-9)."""
+        if kind.backward_pass:
+            graphed = bool(s.params.get("create_graph"))
+            self.replaced |= self.graphed and not graphed
+            self.graphed |= graphed
+            inputs = s.params.get("inputs")
+            self.inputs.update(n for n in inputs or [] if isinstance(n, str))
+        elif kind.writes or (kind.binds(s) and not kind.binds_handle):
+            for name in kind.refs(s):
+                self.consumed[name] = self.consumed.get(name, 0) + 1
+        for name, dtype in kind.grad_dtypes_set(s):
+            (self.arriving.add if dtype is None else self.arriving.discard)(name)
 
     def _reset(self, name: str) -> None:
         """name's .grad was set to None: compared again from now on (UNSPEC-1 no longer

@@ -107,6 +107,9 @@ class SetGradDtype(Kind):
     since = 16
     doc = "target.grad_dtype = params.dtype ('float32', 'float64' or null)"
 
+    def grad_dtypes_set(self, s):
+        return [(s.target, s.params.get("dtype"))] if s.target else []
+
     def check(self, s, path):
         fields.name(s, path, "target")
         fields.param(s, path, "dtype", (str, type(None)), choices=("float32", "float64"))

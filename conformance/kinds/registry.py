@@ -19,6 +19,7 @@ everything about the kind:
                    comparator (conformance/judge/compare.py): backward_pass,
                    assigns_grad, writes, aliases, shares_version, stored_grads,
                    retains_target, holds_grad, resets_grads, touches_grads, makes_leaf,
+                   grad_dtypes_set,
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
                    hook_order_open, recorded_gradients
@@ -111,6 +112,11 @@ class Kind:
     def resets_grads(self, s: Any) -> list[str]:
         """Names whose .grad the statement sets to None (a module's zero_grad, GRAD-5): what
         each held is no longer their .grad, and their next .grad is compared afresh."""
+        return []
+
+    def grad_dtypes_set(self, s: Any) -> list[tuple[str, str | None]]:
+        """(tensor, dtype) pairs: the statement sets tensor's grad_dtype (None: its .grad keeps
+        the dtype gradients arrive in, whose sum's dtype is open where they differ, LEAF-9)."""
         return []
 
     def touches_grads(self, s: Any) -> list[str]:

@@ -768,3 +768,33 @@ def test_what_a_zero_grad_that_raised_or_ran_in_a_block_did_is_open(torch_engine
         assert compare(p, o, e) == [], zero.op
         e.events[-1].value = None
         assert [d.path for d in compare(p, o, e)] == [o.events[-1].path], zero.op
+
+
+# ---- LEAF-9: the dtype of a .grad that keeps the arriving dtype -----------------------------
+def test_the_dtype_of_gradients_of_two_dtypes_summed_at_a_leaf_is_open(torch_engine):
+    """LEAF-9: with grad_dtype None, x's .grad has the dtype its gradient arrives in (float64
+    after a product with a float64 leaf: compared); where x was computed with twice and
+    gradients of two dtypes meet, torch keeps the one it received first (open). A dtype that
+    alone differs is reported for an observe statement as for a sweep."""
+    head = [leaf("x", [1.0, 2.0], [2], "float32"),
+            S("set_grad_dtype", target="x", params={"dtype": None}),
+            leaf("a", [1.0, 1.0], [2], "float64"),
+            S("call", out="y1", args=["a", "x"], params={"fn": "mul"})]
+    once = Program([*head, S("call", out="s", args=["y1"], params={"fn": "sum"}),
+                    S("backward", target="s"), obs("x", "grad")])
+    o, e = traces(once, torch_engine)
+    assert o.events[-1].dtype == "float64"
+    e.events[-1].dtype = "float32"
+    assert [d.what for d in compare(once, o, e)] == ["dtype"]
+    twice = Program([*head, S("call", out="y2", args=["x", 2.0], params={"fn": "mul"}),
+                     leaf("g1", [1.0, 1.0], [2], "float64", rg=False),
+                     leaf("g2", [1.0, 1.0], [2], "float32", rg=False),
+                     S("backward_many", params={"tensors": ["y1", "y2"],
+                                                "grad_tensors": ["g1", "g2"]}),
+                     obs("x", "grad")])
+    o, e = traces(twice, torch_engine)
+    assert o.events[-1].dtype == "float32"          # y2's node ran first
+    e.events[-1].dtype = "float64"
+    assert compare(twice, o, e) == []
+    e.events[-1].value = [9.0, 9.0]                 # the values stay compared
+    assert [d.what for d in compare(twice, o, e)] == ["value"]
