@@ -185,6 +185,17 @@ def _grad_hooks(flat: list[tuple[str, Stmt]]) -> dict[str, str]:
     return out
 
 
+def _hooked(flat: list[tuple[str, Stmt]]) -> dict[str, list[str]]:
+    """Hook label -> the tensors the statement that registered it names (the tensor a tensor
+    hook sees the gradient of, among them)."""
+    out: dict[str, list[str]] = {}
+    for _, s in flat:
+        kind = KINDS.get(s.op)
+        for label in kind.hook_labels(s) if kind is not None else []:
+            out[label] = [n for n in kind.refs(s) if isinstance(n, str)]
+    return out
+
+
 def _hooks_text(calls: list[list[Any]]) -> str:
     return "; ".join(f"{c[0]}({c[1]})" for c in calls) or "no hook calls"
 
@@ -199,7 +210,7 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
     stmts: dict[str, Stmt] = dict(flat)
     if _identical(oracle, engine, stmts):
         return []
-    grad_hooks = _grad_hooks(flat)
+    grad_hooks, hooked = _grad_hooks(flat), _hooked(flat)
     theirs = engine.by_path()
     unspec = Unspecified()
     dtype = precision(program)
@@ -219,7 +230,8 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
         calls are compared out of order (no spread applies)."""
         if c[0] in grad_hooks and unspec.grad(grad_hooks[c[0]]):
             return True                     # a post hook's view of an unspecified .grad
-        return (c[2] == d[2] or None in (c[2], d[2])) and (
+        mixed = any(unspec.mixed(n) for n in hooked.get(c[0], ()))     # LEAF-9
+        return (c[2] == d[2] or None in (c[2], d[2]) or mixed) and (
             close(c[1], d[1], dtype) or i is not None
             and _relieved(relief, (path, "hook", i), c[1], d[1], dtype))
 
@@ -313,7 +325,7 @@ def _compare_value(s: Stmt, kind: Any, o: Event, e: Event, unspec: Unspecified,
                                                       dtype):
             diverge(o, "value", f"{label} = {ov!r}", f"{label} = {ev!r}", clauses, tensor)
         elif od != ed and od is not None and ed is not None and not unspec.hides(
-                f"{aspect}.dtype", tensor):
+                f"{aspect}.dtype", tensor, kind.refs(s)):
             diverge(o, "dtype", f"{label} has dtype {od}", f"{label} has dtype {ed}", clauses,
                     tensor)
 

@@ -91,6 +91,7 @@ class Unspecified:
         check = {"grad": self.grad, "value": self.value, "version": self.version,
                  "grad_is": self.grad, "grad_layout": self.layout,
                  "grad.dtype": self.mixed,
+                 "results.dtype": lambda n: any(self.mixed(r) for r in refs),
                  "grad_grad_fn": lambda n: self.grad(n) or (
                      self.replaced and n not in self.leaves and (
                          n in self.retaining or n in self.inputs)),

@@ -787,6 +787,7 @@ def test_the_dtype_of_gradients_of_two_dtypes_summed_at_a_leaf_is_open(torch_eng
     e.events[-1].dtype = "float32"
     assert [d.what for d in compare(once, o, e)] == ["dtype"]
     twice = Program([*head, S("call", out="y2", args=["x", 2.0], params={"fn": "mul"}),
+                     S("hook", out="h", target="x", params={"behaviour": "record"}),
                      leaf("g1", [1.0, 1.0], [2], "float64", rg=False),
                      leaf("g2", [1.0, 1.0], [2], "float32", rg=False),
                      S("backward_many", params={"tensors": ["y1", "y2"],
@@ -795,6 +796,16 @@ def test_the_dtype_of_gradients_of_two_dtypes_summed_at_a_leaf_is_open(torch_eng
     o, e = traces(twice, torch_engine)
     assert o.events[-1].dtype == "float32"          # y2's node ran first
     e.events[-1].dtype = "float64"
+    e.events[-2].hooks[0][2] = "float64"            # the leaf's hook sees that sum too
     assert compare(twice, o, e) == []
     e.events[-1].value = [9.0, 9.0]                 # the values stay compared
     assert [d.what for d in compare(twice, o, e)] == ["value"]
+    results = Program([*head, S("call", out="y2", args=["x", 2.0], params={"fn": "mul"}),
+                       S("call", out="z", args=["y1", "y2"], params={"fn": "add"}),
+                       S("call", out="s", args=["z"], params={"fn": "sum"}),
+                       S("grad", params={"outputs": ["s"], "inputs": ["x"],
+                                         "outs": ["gx"]})])
+    o, e = traces(results, torch_engine)
+    assert o.events[-1].dtype == "float32"
+    e.events[-1].dtype = "float64"                  # autograd.grad's result is that sum
+    assert compare(results, o, e) == []
