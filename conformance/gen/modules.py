@@ -16,8 +16,7 @@ from typing import Any
 
 from ..kinds import KINDS
 from ..kinds.grad_tensor import bindable
-from ..lang.program import Stmt
-from ..model import observe_clauses
+from ..model import numel
 from ..model.tables import SHAPES
 
 # shapes of the parameters: a scalar, a vector, a matrix (one per module, all alike)
@@ -31,10 +30,7 @@ def module_zero_grad(g: Any) -> None:
         return
     shape = g.choice("parameter shape", MODULE_SHAPES)
     dtype = g.dtype if g.dtype in ("float32", "float64") else "float32"
-    n = 1
-    for d in shape:
-        n *= d
-    params = [KINDS["parameter"].emit(g, shape, dtype, g.draw_values(n, dtype))
+    params = [KINDS["parameter"].emit(g, shape, dtype, g.draw_values(numel(shape), dtype))
               for _ in range(g.integer("parameters", 2, 3))]
     other = g.make_leaf(shape=shape, dtype=dtype, rg=True)
     graphed = g.has("create_graph") and g.boolean("the first pass with create_graph", 35)
@@ -48,9 +44,8 @@ def module_zero_grad(g: Any) -> None:
     _look(g, params, other, kept, clause, graphed and not set_to_none)
     if _pass(g, params, other, False) and kept is not None:
         # a new .grad (GRAD-5), or the zeroed one added into (GRAD-6); the sweep shows values
-        _observe(g, registered[0], "grad", clause)
-        KINDS["grad_is"].draw(g, kept)
-        g.out[-1].clauses = g.tags([clause, *g.out[-1].clauses])
+        _tagged(g, clause, KINDS["observe"].draw(g, registered[0], "grad"))
+        _tagged(g, clause, KINDS["grad_is"].draw(g, kept))
 
 
 def _pass(g: Any, params: list, other: Any, graphed: bool) -> bool:
@@ -73,16 +68,17 @@ def _look(g: Any, params: list, other: Any, kept: Any, clause: str, recorded: bo
     """Observe the parameters' .grads, the other leaf's, the kept tensor and whether it is
     still the .grad, each tagged with the zero_grad's clause; after zeroing a recorded .grad
     in place, its node (none: GRAD-6)."""
+    observe = KINDS["observe"]
     for t in params + [other]:
-        _observe(g, t, "grad", clause)
+        _tagged(g, clause, observe.draw(g, t, "grad"))
     if kept is not None:
-        _observe(g, kept, "value", clause)
-        KINDS["grad_is"].draw(g, kept)
-        g.out[-1].clauses = g.tags([clause, *g.out[-1].clauses])
+        _tagged(g, clause, observe.draw(g, kept, "value"))
+        _tagged(g, clause, KINDS["grad_is"].draw(g, kept))
     if recorded and g.has("grad_fn"):
-        _observe(g, params[0], "grad_grad_fn", clause)
+        _tagged(g, clause, observe.draw(g, params[0], "grad_grad_fn"))
 
 
-def _observe(g: Any, t: Any, what: str, clause: str) -> None:
-    g.emit(Stmt("observe", target=t.name, params={"what": what}),
-           [clause, *observe_clauses(t, what)])
+def _tagged(g: Any, clause: str, drawn: bool) -> None:
+    """The statement just drawn exercises `clause` first, too."""
+    if drawn:
+        g.out[-1].clauses = g.tags([clause, *g.out[-1].clauses])
