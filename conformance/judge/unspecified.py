@@ -89,7 +89,7 @@ class Unspecified:
         if level and (aspect == "next_functions" or (level == 2 and aspect == "grad_fn")):
             return True
         check = {"grad": self.grad, "value": self.value, "version": self.version,
-                 "grad_is": self.grad, "grad_layout": self.layout,
+                 "grad_is": self.grad, "grad_ref": self.grad, "grad_layout": self.layout,
                  "grad.dtype": self.mixed,
                  "results.dtype": lambda n: any(self.mixed(r) for r in refs),
                  "grad_grad_fn": lambda n: self.grad(n) or (

@@ -11,12 +11,6 @@ from . import fields
 from .registry import KINDS, Kind, kind
 
 
-class NoGrad(RuntimeError):
-    """`out = target.grad` where target's .grad is None: nothing to bind (an engine error of
-    kind OTHER on the side where it happens; the generator draws it only where .grad is a
-    tensor)."""
-
-
 @kind
 class GradRef(Kind):
     name = "grad_ref"
@@ -24,8 +18,10 @@ class GradRef(Kind):
     weight = 3
     since = 21
     views_open = True       # a first .grad may be a view of the gradient (UNSPEC-16)
-    doc = ("out = target.grad: the tensor target's .grad holds, itself (GRAD-3); "
-           "target must be a leaf whose .grad is a tensor")
+    valued = True           # what target.grad held: "tensor", "None" or "non-leaf"
+    doc = ("out = target.grad: the tensor target's .grad holds, itself (GRAD-3); records "
+           "\"tensor\", or \"None\" or \"non-leaf\" when there is none to bind (out is then "
+           "unbound: statements naming it are skipped)")
 
     def holds_grad(self, s):
         return [(s.target or "", s.out or "")]
@@ -37,13 +33,21 @@ class GradRef(Kind):
         fields.name(s, path, "out")
         fields.name(s, path, "target")
 
+    def observed(self, s):
+        return s.target, "grad_ref"
+
     def run(self, x, s, ev, path):
+        """Binds out only to a leaf's .grad that is a tensor (a retained non-leaf's may be
+        replaced, UNSPEC-16); otherwise records which, as a value both engines are compared
+        on, and leaves out unbound. (An error here would be OTHER on each side, and two OTHERs
+        compare equal whatever raised them.)"""
         t = x.env[s.target]
-        if not x.e.is_leaf(t):      # a retained non-leaf's .grad may be replaced (UNSPEC-16)
-            raise NoGrad(f"{s.target} is not a leaf: gradspec binds only a leaf's .grad")
-        grad = x.e.get_grad(t)
+        grad = x.e.get_grad(t) if x.e.is_leaf(t) else None
         if grad is None:
-            raise NoGrad(f"{s.target}.grad is None: there is no tensor to bind")
+            ev.value = "None" if x.e.is_leaf(t) else "non-leaf"
+            x.env.pop(s.out, None)
+            return
+        ev.value = "tensor"
         x.env[s.out] = grad
 
     def render(self, s, path):

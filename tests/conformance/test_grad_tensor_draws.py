@@ -10,6 +10,7 @@ import importlib
 import pytest
 
 from conformance.engines import load_engine
+from conformance.engines.torchlike import TorchLike
 from conformance.gen.vocabulary import NOT_GENERATED
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
@@ -66,15 +67,51 @@ def test_a_malformed_statement_is_refused_with_its_field():
             validate(Program([leaf, Stmt("grad_is", target="t0", args=args)]))
 
 
-def test_an_unbound_grad_is_an_error_on_the_engine_not_a_crash():
-    """`h = x.grad` where x.grad is None: the statement fails (OTHER) and what names h is
-    skipped; the run goes on."""
-    p = Program([Stmt("leaf", out="x", params={"values": [1.0, 2.0], "shape": [2],
-                                              "dtype": "float32", "requires_grad": True}),
-                 Stmt("grad_ref", out="h", target="x"),
-                 Stmt("observe", target="h", params={"what": "value"})])
-    events = execute(p, load_engine("refimpl")).events
-    assert [e.status for e in events] == ["ok", "error", "skipped"]
+def _unbound() -> Program:
+    return Program([Stmt("leaf", out="x", params={"values": [1.0, 2.0], "shape": [2],
+                                                 "dtype": "float32", "requires_grad": True}),
+                    Stmt("grad_ref", out="h", target="x", clauses=["GRAD-3"]),
+                    Stmt("observe", target="h", params={"what": "value"})])
+
+
+def test_an_unbound_grad_is_recorded_not_raised():
+    """`h = x.grad` where x.grad is None records "None" and leaves h unbound: what names h is
+    skipped; the run goes on. A non-leaf's records "non-leaf"."""
+    events = execute(_unbound(), load_engine("refimpl")).events
+    assert [(e.status, e.value) for e in events] == [("ok", None), ("ok", "None"),
+                                                     ("skipped", None)]
+    p = Program([*_unbound().statements[:1],
+                 Stmt("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 Stmt("grad_ref", out="h", target="y")])
+    assert execute(p, load_engine("refimpl")).events[-1].value == "non-leaf"
+
+
+class _GradOfNone(TorchLike):
+    """Faults: a leaf with no .grad reads as having one (zeros), or reading it raises."""
+
+    def __init__(self, raises: bool):
+        import torch
+        super().__init__(torch, "grad-of-none")
+        self.raises = raises
+
+    def get_grad(self, t):
+        g = super().get_grad(t)
+        if g is None and self.raises:
+            raise RuntimeError("cannot read .grad")
+        return g if g is not None or not self.is_leaf(t) else t.detach() * 0
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_an_engine_apart_on_whether_there_is_a_grad_diverges_at_the_binding(raises):
+    """Both engines without a .grad agree (neither raised anything to compare as OTHER); an
+    engine with a .grad where torch has none, or one that raises reading it, diverges at the
+    grad_ref statement and cites its clause."""
+    p, torch_engine = _unbound(), load_engine("torch")
+    o = execute(p, torch_engine)
+    assert compare(p, o, execute(p, load_engine("refimpl"))) == []
+    found = compare(p, o, execute(p, _GradOfNone(raises)))
+    assert [(d.path, d.what) for d in found] == [("1", "outcome" if raises else "value")]
+    assert found[0].clauses[0] == "GRAD-3"
 
 
 # ---- engines that get the .grad tensor wrong ---------------------------------------------
