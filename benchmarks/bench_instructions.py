@@ -15,7 +15,9 @@ made beforehand; the full loop (generate, run on both, compare, per program); an
 run's per-program work in this process (bench_conformance.runner_loop: the campaign worker's
 `work`, with its progress record and grad-mode checks). Instructions do not show what the CPU
 time shows on top (the caches' share when the generator, torch, refimpl and the comparison take
-turns on each program): bench_conformance.py measures that. Needs valgrind (apt: valgrind).
+turns on each program): bench_conformance.py measures that. Last, generation alone by the frozen
+first generator and by today's at vocabulary 1 (the same programs: bench_generator.py), whose
+ratio is issue 8's generation target. Needs valgrind (apt: valgrind).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STAGES = ("generation", "oracle", "engine", "comparison", "loop", "runner")
+STAGES = ("generation", "oracle", "engine", "comparison", "loop", "runner", "frozen v1",
+          "vocabulary 1")
 
 
 def _stages(count: int, size: int, engine_spec: str, oracle_spec: str) -> None:
@@ -70,6 +73,24 @@ def _stages(count: int, size: int, engine_spec: str, oracle_spec: str) -> None:
     math.lgamma(1.5)                                        # dump: loop
     run_as_worker()
     math.lgamma(1.5)                                        # dump: runner
+    # generation alone against the frozen first generator (bench_generator.py): both draw
+    # vocabulary 1's programs, the same work
+    import functools
+    import tempfile
+
+    import bench_generator
+    frozen = bench_generator.load_v1(tempfile.mkdtemp()).program_for_seed
+    now = functools.partial(program_for_seed, vocabulary=1)
+    for s in range(10):
+        frozen(s, None, size)
+        now(s, None, size)
+    math.lgamma(1.5)                                        # dump: (warming)
+    for s in seeds:
+        frozen(s, None, size)
+    math.lgamma(1.5)                                        # dump: frozen v1
+    for s in seeds:
+        now(s, None, size)
+    math.lgamma(1.5)                                        # dump: vocabulary 1
 
 
 def _summary(path: str) -> int:
@@ -104,12 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         dumps = sorted(glob.glob(f"{d}/cg.out.*"),
                        key=lambda p: int(re.sub(r".*\.", "", p)))
-        if done.returncode != 0 or len(dumps) < len(STAGES) + 1:
+        if done.returncode != 0 or len(dumps) < len(STAGES) + 2:
             print(done.stderr[-2000:], file=sys.stderr)
             print(f"bench_instructions: the run under valgrind failed ({len(dumps)} dumps)",
                   file=sys.stderr)
             return 1
-        counts = [_summary(p) for p in dumps[1:len(STAGES) + 1]]    # the first: setup
+        # the first dump is the setup's, the one after `runner` the frozen generator's warming
+        counts = [_summary(p) for p in dumps[1:7] + dumps[8:10]]
     per = {s: c / a.count / 1e6 for s, c in zip(STAGES, counts, strict=True)}
     floor = per["oracle"] + per["engine"]
     print(f"conformance loop stages in instructions: {a.engine} vs {a.oracle}, {a.count} "
@@ -119,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  execution floor {floor:.3f}")
     print(f"  floor / loop   {floor / per['loop']:.3f}  (target >= 0.8)")
     print(f"  floor / runner {floor / per['runner']:.3f}")
+    print(f"  generation, frozen v1 / now at vocabulary 1 "
+          f"{per['frozen v1'] / per['vocabulary 1']:.2f}x  (target >= 2.0x)")
     return 0
 
 
