@@ -10,6 +10,7 @@ int64's range, so that they are values every engine holds and a Python literal
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import math
 import re
@@ -50,8 +51,15 @@ def _is(v: Any, types: tuple[type, ...]) -> bool:
 
 def is_name(v: Any) -> bool:
     """v is a name a program may bind: an identifier, no keyword, not RESERVED."""
-    return (isinstance(v, str) and _IDENTIFIER.fullmatch(v) is not None
-            and not keyword.iskeyword(v) and v not in RESERVED)
+    return isinstance(v, str) and _is_name(v)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_name(v: str) -> bool:
+    # cached: every statement's names are checked on every run of a program, on each engine
+    # (a sweep names each tensor once per observable), and a program has few names
+    return (_IDENTIFIER.fullmatch(v) is not None and not keyword.iskeyword(v)
+            and v not in RESERVED)
 
 
 def is_number(v: Any) -> bool:

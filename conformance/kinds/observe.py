@@ -198,6 +198,19 @@ class Observe(Kind):
 SWEPT = tuple(w for w in TABLE if w not in ("grad_dtype", "grad_grad_fn"))
 
 
+def _clause_ids(clauses: list[Any]) -> bool:
+    """Every item is a clause ID (a sweep's items repeat a few lists: told once each)."""
+    try:
+        return _clause_id_tuple(tuple(clauses))
+    except TypeError:       # an unhashable item: no clause ID
+        return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _clause_id_tuple(clauses: tuple[Any, ...]) -> bool:
+    return all(type(c) is str and CLAUSE_ID.fullmatch(c) for c in clauses)
+
+
 @kind
 class Sweep(Kind):
     name = "sweep"
@@ -216,18 +229,25 @@ class Sweep(Kind):
                                              for item in s.params.get("of") or [])]))
 
     def check(self, s, path):
+        is_name = fields.is_name
         for i, item in enumerate(fields.param(s, path, "of", (list,))):
-            where = f"params.of[{i}]"
-            if not (isinstance(item, list) and len(item) == 3):
-                fields.fail(path, where, f"must be [tensor, what, clauses], got {item!r}")
-            name, what, clauses = item
-            if not (isinstance(name, str) and fields.is_name(name)):
-                fields.fail(path, where, f"{name!r} is not a name")
-            if not isinstance(what, str) or what not in TABLE:
-                fields.fail(path, where, f"unknown observable {what!r}")
-            if not (isinstance(clauses, list) and all(
-                    isinstance(c, str) and CLAUSE_ID.fullmatch(c) for c in clauses)):
-                fields.fail(path, where, f"clauses must be a list of clause IDs, got {clauses!r}")
+            if not (isinstance(item, list) and len(item) == 3 and is_name(item[0])
+                    and isinstance(item[1], str) and item[1] in TABLE
+                    and isinstance(item[2], list) and _clause_ids(item[2])):
+                self._refuse(path, i, item)     # (the common case, at no cost: run twice
+                                                # a program, on each of its ~100 items)
+
+    @staticmethod
+    def _refuse(path: str, i: int, item: Any) -> None:
+        where = f"params.of[{i}]"
+        if not (isinstance(item, list) and len(item) == 3):
+            fields.fail(path, where, f"must be [tensor, what, clauses], got {item!r}")
+        name, what, clauses = item
+        if not (isinstance(name, str) and fields.is_name(name)):
+            fields.fail(path, where, f"{name!r} is not a name")
+        if not isinstance(what, str) or what not in TABLE:
+            fields.fail(path, where, f"unknown observable {what!r}")
+        fields.fail(path, where, f"clauses must be a list of clause IDs, got {clauses!r}")
 
     def observations(self, s, o, e):
         """(tensor, aspect, clauses, oracle's (value, dtype), engine's) per item."""

@@ -7,6 +7,7 @@ raises, and so that execution can go on after an expected error.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import math
 import re
@@ -50,10 +51,21 @@ def classify(exc_or_warning: BaseException | Warning | None, category: type | No
     """
     if exc_or_warning is None:
         return None
-    kinds = kinds if kinds is not None else load_errors()
     cls = category or type(exc_or_warning)
+    if kinds is None:
+        return _classify(cls, str(exc_or_warning))
+    return _match(kinds, cls, str(exc_or_warning))
+
+
+@functools.lru_cache(maxsize=4096)
+def _classify(cls: type, msg: str) -> str | None:
+    # cached: engines raise the same few errors and warnings over and over (each program's
+    # run classifies every one), and matching walks every kind's patterns
+    return _match(load_errors(), cls, msg)
+
+
+def _match(kinds: dict[str, ErrorKind], cls: type, msg: str) -> str | None:
     names = {c.__name__ for c in cls.__mro__}
-    msg = str(exc_or_warning)
     for k in kinds.values():
         if k.type in names and k.matches(msg):
             return k.kind
