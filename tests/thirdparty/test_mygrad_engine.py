@@ -66,7 +66,7 @@ def test_the_probes_agree_with_the_declaration(mg, th):
     results = {r.capability: r for r in check_declarations(mg, th, absent_only=False)}
     verdicts = {c: r.verdict for c, r in results.items() if r.verdict != "ok"}
     # inplace is declared although its probe fails: mygrad documents in-place writes to
-    # leaves, where torch raises LEAF_INPLACE (the module docstring; docs/findings.md M1)
+    # leaves, where torch raises LEAF_INPLACE (the module docstring; docs/findings.md M5)
     assert verdicts == {"inplace": "declared but fails",
                         **{c: "unprobed" for c in ("node_hooks", "custom_function",
                                                    "data_assign", "saved_tensors_hooks")}}
