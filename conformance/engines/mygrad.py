@@ -1,12 +1,8 @@
 """mygrad 2.5.0 as a gradspec engine: `gradspec run --engine mygrad` (extra and entry point
-`mygrad`, pyproject.toml). It implements no clause; it lets the suite check mygrad
-(https://mygrad.readthedocs.io), a NumPy autograd library with NumPy's view semantics and its
-own documented in-place semantics, against the clauses of the capabilities it declares.
-docs/examples/mygrad_adapter.py is the guide's short example (core and views); this is the
-full adapter.
-
-Pinned to 2.5.0, the release docs/findings.md was checked against. mygrad runs on NumPy, on
-the host only.
+`mygrad`, pinned to the release docs/findings.md was checked against). It lets the suite check
+mygrad (https://mygrad.readthedocs.io), a NumPy autograd library with NumPy's view semantics and
+its own documented in-place semantics, on the host only. docs/examples/mygrad_adapter.py is the
+guide's short example (core and views); this is the full adapter.
 
 The mapping, where it is not mygrad's function of the op's name (mg.add, mg.exp, ...):
 
