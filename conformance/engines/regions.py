@@ -40,8 +40,9 @@ def _index_src(index: tuple[Any, ...]) -> str:
 
 
 # What a region's source may hold, and nothing else: its parameters, the methods and
-# operators of the op table's rows, the keywords of its settings, and number, bool and None
-# literals (conformance/lang/ops.py, `literal`). A value from a program file that is not one
+# operators of the op table's rows, the keywords of its settings, and number, bool, None and
+# `...` literals (conformance/lang/ops.py, `literal`; `index_source` writes an index's Ellipsis
+# as `...`). A value from a program file that is not one
 # of those never reaches `exec`: region_source refuses the text first.
 _METHODS = frozenset(r.method for r in ops.OPS)
 _ATTRIBUTES = _METHODS | {"data"}      # `.data`, taken inside a region that writes it (C5)
@@ -52,6 +53,13 @@ _NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.A
           ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.UnaryOp, ast.USub,
           ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.Compare,
           ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq)
+
+
+def _literal(value: Any) -> bool:
+    """Whether a constant is one a region may hold: None, `...`, a bool, an int, a finite
+    float."""
+    return value is None or value is Ellipsis or isinstance(value, (bool, int)) or (
+        isinstance(value, float) and math.isfinite(value))
 
 
 def region_source(src: str, params: list[str]) -> str:
@@ -76,9 +84,7 @@ def region_source(src: str, params: list[str]) -> str:
             refuse(f"the attribute {node.attr!r}")
         if isinstance(node, ast.keyword) and node.arg not in _KEYWORDS:
             refuse(f"the keyword {node.arg!r}")
-        if isinstance(node, ast.Constant) and not (node.value is None or isinstance(
-                node.value, (bool, int)) or (isinstance(node.value, float)
-                                             and math.isfinite(node.value))):
+        if isinstance(node, ast.Constant) and not _literal(node.value):
             refuse(f"the constant {node.value!r}")
     return src
 
