@@ -2,26 +2,27 @@
 entry point `thunder`, pyproject.toml). It implements no clause; thunder's reference is eager
 torch, so every divergence is a thunder bug, a limitation thunder documents, or the adapter's.
 
-Compatibility (checked 2026-12-04 with torch 2.13.0+cpu, Python 3.11): every lightning-thunder
-release on the index (0.2.3 to 0.2.6 were checked) registers `torch.Tensor.align_as`,
-`align_to`, `has_names`, `refine_names` and `rename` at import (thunder/torch/
-default_torch_ops.py), and torch 2.13 removed named tensors, so `import thunder` fails with
-AttributeError. `_import_thunder` gives torch.Tensor stand-ins of those five names (raising
+Compatibility (checked 2026-12-04 with torch 2.13.0+cpu, Python 3.11): lightning-thunder 0.2.6,
+the newest release, registers `torch.Tensor.align_as`, `align_to`, `has_names`, `refine_names`
+and `rename` at import (thunder/torch/default_torch_ops.py), and torch 2.13 removed named
+tensors, so `import thunder` fails with AttributeError (the wheels of 0.2.3 to 0.2.5 name the
+same methods there: read, not installed; known upstream, Lightning-AI/lightning-thunder#2829).
+`_import_thunder` gives torch.Tensor stand-ins of those five names (raising
 NotImplementedError, named as thunder's check wants) for the import only and deletes them
 afterwards, so the torch other engines see is unchanged. Nothing else is needed on CPU: no
 nvFuser (thunder's default executors are then sdpa, torchcompile_xentropy, torch and python;
-no op of the table goes to the first two), no environment variable. transformer_engine's
-"module not found" warning at import is silenced.
+the first two claim attention and cross-entropy only, no op of the table), no environment
+variable. transformer_engine's "module not found" warning at import is silenced.
 
 Regions. Like torch-compile (conformance/engines/compiled.py), every op statement (`call`,
 `view`, `getitem`, `inplace`, augmented assignment, `setitem`) runs as its own function,
 built and checked by conformance/engines/regions.py from op-table identifiers and literals
-only, and compiled with `thunder.jit` (default options: cache "constant values", sharp_edges
-"allow"). The tensors a program observes are the outputs of thunder functions: their grad_fn
-is `ThunderOutputFunctionBackward` (a torch.autograd.Function whose backward runs thunder's
-backward trace), and in-place ops on inputs are functionalized and copied back by the
-function's epilogue. Everything else (leaves, detach, .data, hooks, grad modes, backward,
-autograd.grad, observations) is eager torch, as in a program that jits its functions.
+only, and compiled with `thunder.jit` (default options). The tensors a program observes are
+the outputs of thunder functions: their grad_fn is `ThunderOutputFunctionBackward` (a
+torch.autograd.Function whose backward runs thunder's backward trace), and in-place ops on
+inputs are functionalized and copied back by the function's epilogue. Everything else
+(leaves, detach, .data, hooks, grad modes, backward, autograd.grad, observations) is eager
+torch, as in a program that jits its functions.
 
 Capabilities: those the probes (`gradspec engines --probe --engine thunder`) confirm (see
 CAPABILITIES, which says why each other one is left out).
