@@ -66,7 +66,8 @@ def _compile_broken() -> str | None:
                          [pytest.param(*r, id=r[0]) for r in _reports()])
 def test_bug_report_reproduces(name, code, output, line):
     engine = "paddle" if re.search(r"^import paddle", code, re.M) else \
-        "mygrad" if re.search(r"^import mygrad", code, re.M) else "torch"
+        "mygrad" if re.search(r"^import mygrad", code, re.M) else \
+        "thunder" if re.search(r"^import thunder", code, re.M) else "torch"
     if importlib.util.find_spec(engine) is None:
         pytest.skip(f"{engine} is not installed")
     if "torch.compile" in code and _compile_broken():

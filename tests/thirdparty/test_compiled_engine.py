@@ -144,6 +144,8 @@ def test_region_source_allows_data_and_its_local_only():
     from conformance.lang.program import HarnessError
     ok = "def region(a):\n    d = a.data\n    return d.copy_(a)\n"
     assert region_source(ok, ["a"]) == ok
+    ellipsis = "def region(a):\n    return a[..., :1:3]\n"       # an index's `...` (A1)
+    assert region_source(ellipsis, ["a"]) == ellipsis
     for bad in ["def region(a):\n    e = a.data\n    return e\n",
                 "def region(a):\n    return a.grad\n"]:
         with pytest.raises(HarnessError):
