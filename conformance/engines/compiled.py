@@ -273,25 +273,32 @@ class CompiledTorch(TorchLike):
 
     # ---- errors ---------------------------------------------------------------------------
     def classify_error(self, exc):
-        kind = super().classify_error(exc)
-        seen = 0
-        inner: BaseException | None = exc
-        while kind is None and inner is not None and seen < 8:   # the wrapped cause, if any
-            inner = inner.__cause__ or inner.__context__
-            seen += 1
-            if inner is not None:
-                kind = super().classify_error(inner)
-        if kind is None:    # dynamo's message quotes the original: "got RuntimeError('...')"
-            m = _WRAPPED.search(str(exc))
-            if m:
-                cls = {"RuntimeError": RuntimeError, "TypeError": TypeError,
-                       "ValueError": ValueError}.get(m.group(1))
-                if cls is not None:
-                    kind = super().classify_error(cls(m.group(3)))
-        return kind
+        return classify_wrapped(super().classify_error, exc)
 
     def render_prelude(self):
         return None     # repros of this engine are `gradspec replay ... --engine torch-compile`
+
+
+def classify_wrapped(classify: Any, exc: BaseException) -> str | None:
+    """The spec error kind of `exc` by `classify` (an adapter's TorchLike.classify_error), or,
+    when it has none, of the error dynamo wrapped: its cause or context, or the error quoted in
+    its message ("got RuntimeError('...')"); also used by compiled_segments.py."""
+    kind = classify(exc)
+    seen = 0
+    inner: BaseException | None = exc
+    while kind is None and inner is not None and seen < 8:   # the wrapped cause, if any
+        inner = inner.__cause__ or inner.__context__
+        seen += 1
+        if inner is not None:
+            kind = classify(inner)
+    if kind is None:    # dynamo's message quotes the original: "got RuntimeError('...')"
+        m = _WRAPPED.search(str(exc))
+        if m:
+            cls = {"RuntimeError": RuntimeError, "TypeError": TypeError,
+                   "ValueError": ValueError}.get(m.group(1))
+            if cls is not None:
+                kind = classify(cls(m.group(3)))
+    return kind
 
 
 def _shares_memory(a: Any, b: Any) -> bool:
