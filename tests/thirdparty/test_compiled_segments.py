@@ -140,16 +140,25 @@ def _retains(t):
     return bool(t.retains_grad)
 
 
-def test_retains_grad_of_an_input_read_as_a_bool_is_false_when_compiled():
-    """docs/findings.md C8 (engine bug): `bool(t.retains_grad)` of an input tensor that retains
-    its grad is True in eager torch and False in a compiled function, every backend; the plain
-    attribute read is right. Fails once torch fixes it: then revisit C8."""
+def _is_leaf(t):
+    return bool(t.is_leaf)
+
+
+def test_bool_of_is_leaf_and_retains_grad_of_an_input_is_an_unguarded_constant():
+    """docs/findings.md C8 (engine bug): `bool(t.is_leaf)` and `bool(t.retains_grad)` of an
+    input are baked into the compiled code with no guard: is_leaf is reused for another tensor
+    of the same metadata, retains_grad is False from the start; the plain attribute is right.
+    The adapter's observations are such helpers, so the campaigns show it (GRAPH-1, LEAF-1,
+    RETAIN-1). Fails once torch fixes it: then revisit C8."""
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
     y.retain_grad()
-    assert _retains(y) is True
+    assert (_retains(y), _is_leaf(y), _is_leaf(x)) == (True, False, True)
     for backend in ("eager", "aot_eager"):
         torch._dynamo.reset()
         assert torch.compile(_retains, backend=backend)(y) is False
         torch._dynamo.reset()
         assert torch.compile(lambda t: t.retains_grad, backend=backend)(y) is True
+        torch._dynamo.reset()
+        f = torch.compile(_is_leaf, backend=backend)
+        assert (f(y), f(x)) == (False, False)
