@@ -21,12 +21,21 @@ retain_grad registered inside the region, grad-mode blocks), and graph-breaks wh
 errors and warnings still attach to it, as in eager runs. Nothing is generated from program
 text: no source is built, only the executor's own functions are traced.
 
-gradspec's bookkeeping (Event records, the list of warnings, the names bound) is Python that
-dynamo traces too; it is plain data manipulation dynamo models as side effects, replayed in
-order at each graph break. A divergence this adapter causes by being traced rather than torch
-(a wrong value or error of gradspec's own code) would be an adapter artifact: every divergence
-of the campaigns was rerun as a standalone torch script before it was called torch's
-(docs/findings.md, "torch.compile of whole segments").
+What stays eager: observations. The adapter's reading methods (OBSERVERS: to_list, get_grad,
+is_leaf, requires_grad, retains_grad, version_counter, shape, dtype, ...) run under
+torch.compiler.disable: dynamo graph-breaks at each and it reads the real tensor, as the
+oracle does, not a traced one. They are gradspec's helpers, one function called on every
+observed tensor, not the program's computation; traced, they met C8 of docs/findings.md
+(`bool(t.is_leaf)` of an input is baked into the compiled helper without a guard and reused
+for the next tensor observed), which then showed in 37 of 60 programs and hid everything else.
+The first campaign ran with them traced; C8 stands on its standalone repro.
+
+gradspec's other bookkeeping (Event records, the list of warnings, the names bound) is Python
+that dynamo traces too; it is plain data manipulation dynamo models as side effects, replayed
+in order at each graph break. A divergence this adapter causes by being traced rather than
+torch (a wrong value or error of gradspec's own code) would be an adapter artifact: every
+divergence classified was rerun as a standalone torch script before it was called torch's
+(docs/findings.md, "Whole segments compiled").
 
 Backward. A backward-like statement (backward, autograd.grad) ends its segment and runs inside
 the compiled function: dynamo graph-breaks at it and it runs under compiled autograd, enabled by
@@ -51,6 +60,11 @@ from __future__ import annotations
 from .compiled import CAPABILITIES, classify_wrapped
 from .torchlike import TorchLike
 
+# the reading methods that run eagerly (torch.compiler.disable): see "What stays eager"
+OBSERVERS = ("to_list", "get_grad", "is_leaf", "requires_grad", "retains_grad",
+             "version_counter", "shape", "dtype", "base", "stride", "grad_dtype",
+             "grad_fn_name", "next_functions", "is_inference", "is_grad_enabled")
+
 # engine name -> torch.compile backend
 BACKENDS = {"torch-compile-eager": "eager", "torch-compile-aot-eager": "aot_eager",
             "torch-compile-inductor": "inductor"}
@@ -72,6 +86,8 @@ class SegmentCompiledTorch(TorchLike):
         cfg.accumulated_recompile_limit = 4096
         cfg.fail_on_recompile_limit_hit = True
         self.programs = 0       # programs begun (begin_program), for tests
+        for name in OBSERVERS:  # instance attributes: the class keeps TorchLike's methods
+            setattr(self, name, torch.compiler.disable(getattr(super(), name)))
 
     def begin_program(self) -> None:
         self.torch._dynamo.reset()
@@ -115,5 +131,5 @@ def inductor_engine(device: str = "cpu") -> SegmentCompiledTorch:
     return _factory("torch-compile-inductor", device)
 
 
-__all__ = ["BACKENDS", "SegmentCompiledTorch", "aot_eager_engine", "eager_engine",
+__all__ = ["BACKENDS", "OBSERVERS", "SegmentCompiledTorch", "aot_eager_engine", "eager_engine",
                       "inductor_engine"]
