@@ -162,3 +162,23 @@ def test_bool_of_is_leaf_and_retains_grad_of_an_input_is_an_unguarded_constant()
         torch._dynamo.reset()
         f = torch.compile(_is_leaf, backend=backend)
         assert (f(y), f(x)) == (False, False)
+
+
+def _overlap(x):
+    y = x * 2.0
+    y[0:1].add_(y[0])
+    return y
+
+
+def test_partial_overlap_in_place_runs_under_aot_autograd():
+    """docs/findings.md C10 (engine bug): eager torch and dynamo alone refuse an in-place op
+    whose operand partly overlaps its target (PARTIAL_OVERLAP); aot_eager runs it. Fails once
+    torch fixes it: then revisit C10."""
+    x = torch.tensor([-2.5, -1.75, 0.5], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        _overlap(x)
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        torch.compile(_overlap, backend="eager")(x)
+    torch._dynamo.reset()
+    assert torch.compile(_overlap, backend="aot_eager")(x).tolist() == [-10.0, -3.5, 1.0]
