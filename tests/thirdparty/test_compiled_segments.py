@@ -124,6 +124,19 @@ def test_an_error_in_a_segment_stays_on_its_statement(tce):
     assert not compare(prog, b, a)
 
 
+def test_observations_run_eagerly_so_c8_does_not_reach_them(tce):
+    """Observations read the real tensors (OBSERVERS under torch.compiler.disable): traced, the
+    one is_leaf helper was compiled for the first tensor observed and reused (C8), and
+    retains_grad read False; a sweep of leaves and non-leaves of one shape shows it."""
+    prog = Program([_leaf("x", [1.0, 2.0], [2]), _call("y", "mul", "x", 2.0),
+                    Stmt("retain_grad", target="y"), _leaf("z", [3.0, 4.0], [2]),
+                    _see("y", "is_leaf"), _see("x", "is_leaf"), _see("z", "is_leaf"),
+                    _see("y", "retains_grad"), _see("y", "grad")])
+    a, b = execute(prog, tce), execute(prog, torch_engine())
+    assert [ev.value for ev in a.events[4:8]] == [False, True, True, True]
+    assert not compare(prog, b, a)      # the NONLEAF_GRAD_ACCESS warning once, as in eager
+
+
 def test_inductor_runs_a_segment():
     e = load_engine("torch-compile-inductor")
     prog = Program(PROGRAM[:3] + [_call("s", "sum", "v"), Stmt("backward", target="s"),
