@@ -50,6 +50,12 @@ BUILTINS = {
     "refimpl": "conformance.engines.torchlike:refimpl_engine",
     "paddle": "conformance.engines.paddle:paddle_engine",
     "torch-compile": "conformance.engines.compiled:compiled_engine",
+    # whole segments compiled, one engine per torch.compile backend, so that a divergence is
+    # localised to the layer that backend adds (dynamo, AOTAutograd, inductor):
+    # conformance/engines/compiled_segments.py
+    "torch-compile-eager": "conformance.engines.compiled_segments:eager_engine",
+    "torch-compile-aot-eager": "conformance.engines.compiled_segments:aot_eager_engine",
+    "torch-compile-inductor": "conformance.engines.compiled_segments:inductor_engine",
 }
 
 

@@ -327,6 +327,12 @@ class Engine(ABC):
         return self.leaf([0.0] * _numel(shape), list(shape), other, False)
 
     # ---- running several statements as one unit --------------------------------------------
+    def begin_program(self) -> None:
+        """Called by the executor before each program it runs on this engine (optional): where
+        an engine drops what earlier programs left, so that a result does not depend on what
+        else the process ran (a compiler's caches: compiled_segments.py resets dynamo)."""
+        return None
+
     def run_segment(self, body: Callable[[], None], segment: Any) -> None:
         """Run one segment of a program as one unit (granularity "segment" or "program").
         `body()` runs the segment's statements through this adapter's ordinary methods, with the

@@ -40,12 +40,13 @@ RuntimeError and means the same thing; only the message prefix differs (docs/fin
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .regions import _ATTRIBUTES, RESET_EVERY, RegionTorch, _index_src, region_source
 from .torchlike import ALL_CAPABILITIES
 
 __all__ = ["CAPABILITIES", "RESET_EVERY", "CompiledTorch", "_ATTRIBUTES", "_index_src",
-           "compiled_engine", "region_source"]
+           "classify_wrapped", "compiled_engine", "region_source"]
 _WRAPPED = re.compile(r"""got (\w+)\((['"])(.*)""", re.S)
 
 
@@ -118,25 +119,32 @@ class CompiledTorch(RegionTorch):
 
     # ---- errors ---------------------------------------------------------------------------
     def classify_error(self, exc):
-        kind = super().classify_error(exc)
-        seen = 0
-        inner: BaseException | None = exc
-        while kind is None and inner is not None and seen < 8:   # the wrapped cause, if any
-            inner = inner.__cause__ or inner.__context__
-            seen += 1
-            if inner is not None:
-                kind = super().classify_error(inner)
-        if kind is None:    # dynamo's message quotes the original: "got RuntimeError('...')"
-            m = _WRAPPED.search(str(exc))
-            if m:
-                cls = {"RuntimeError": RuntimeError, "TypeError": TypeError,
-                       "ValueError": ValueError}.get(m.group(1))
-                if cls is not None:
-                    kind = super().classify_error(cls(m.group(3)))
-        return kind
+        return classify_wrapped(super().classify_error, exc)
 
     def render_prelude(self):
         return None     # repros of this engine are `gradspec replay ... --engine torch-compile`
+
+
+def classify_wrapped(classify: Any, exc: BaseException) -> str | None:
+    """The spec error kind of `exc` by `classify` (an adapter's TorchLike.classify_error), or,
+    when it has none, of the error dynamo wrapped: its cause or context, or the error quoted in
+    its message ("got RuntimeError('...')"); also used by compiled_segments.py."""
+    kind = classify(exc)
+    seen = 0
+    inner: BaseException | None = exc
+    while kind is None and inner is not None and seen < 8:   # the wrapped cause, if any
+        inner = inner.__cause__ or inner.__context__
+        seen += 1
+        if inner is not None:
+            kind = classify(inner)
+    if kind is None:    # dynamo's message quotes the original: "got RuntimeError('...')"
+        m = _WRAPPED.search(str(exc))
+        if m:
+            cls = {"RuntimeError": RuntimeError, "TypeError": TypeError,
+                   "ValueError": ValueError}.get(m.group(1))
+            if cls is not None:
+                kind = classify(cls(m.group(3)))
+    return kind
 
 
 def compiled_engine(device: str = "cpu") -> CompiledTorch:

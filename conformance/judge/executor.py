@@ -150,8 +150,12 @@ def execute(program: Program, engine: Engine,
     """Run `program` on `engine`; never raises for what the engine does. An engine whose
     granularity is not "statement" is handed the program one segment at a time
     (conformance/judge/segments.py). `on_statement(path)` is called as each statement begins
-    (a worker's progress: conformance/campaign/pool.py)."""
+    (a worker's progress: conformance/campaign/pool.py). `engine.begin_program()` is called
+    first (per-program setup, e.g. a compiler's cache reset)."""
     run = _Run(engine, on_statement)
+    begin = getattr(engine, "begin_program", None)
+    if callable(begin):     # an adapter that does not subclass Engine may lack it
+        begin()
     with warnings.catch_warnings(record=True) as run.caught:
         warnings.simplefilter("always")
         if engine.granularity == "statement":

@@ -67,7 +67,8 @@ def plugin(tmp_path, monkeypatch):
 
 
 def test_builtins_include_the_third_party_adapters():
-    assert builtin_names() == ["torch", "refimpl", "paddle", "torch-compile"]
+    assert builtin_names() == ["torch", "refimpl", "paddle", "torch-compile", "torch-compile-eager",
+                              "torch-compile-aot-eager", "torch-compile-inductor"]
     for name, path in BUILTINS.items():
         mod, _, attr = path.partition(":")
         assert callable(getattr(__import__(mod, fromlist=[attr]), attr)), name
