@@ -51,7 +51,10 @@ class GradRef(Kind):
         x.env[s.out] = grad
 
     def render(self, s, path):
-        return [f"{s.out} = {s.target}.grad"]
+        t = s.target
+        return [f"show({f'[{path}] {t}.grad_ref'!r}, 'non-leaf' if not {t}.is_leaf else "
+                f"'None' if {t}.grad is None else 'tensor')",
+                f"{s.out} = {t}.grad"]
 
     def draw(self, g):
         """`h = x.grad` of a leaf whose .grad the spec fixes all of (T.grad_plain); then,
