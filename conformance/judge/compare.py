@@ -208,11 +208,10 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
     the tolerance of ill-conditioned values; without it, the plain rule alone."""
     flat = _walk(program.statements)
     stmts: dict[str, Stmt] = dict(flat)
-    if _identical(oracle, engine, stmts):
+    if _same_outline(oracle, engine, stmts) and (
+            _identical(oracle, engine) or _close_throughout(oracle, engine, precision(program))):
         return []
     dtype = precision(program)
-    if _close_throughout(oracle, engine, stmts, dtype):
-        return []
     grad_hooks, hooked = _grad_hooks(flat), _hooked(flat)
     theirs = engine.by_path()
     unspec = Unspecified()
@@ -284,37 +283,37 @@ def _same_data(a: Any, b: Any) -> bool:
     return _encode(a) == _encode(b)
 
 
-def _identical(oracle: Trace, engine: Trace, stmts: dict[str, Stmt]) -> bool:
-    """Whether the engine recorded what the oracle did, statement by statement and in the same
-    order, with no harness error: then nothing can diverge (most programs on a conforming
-    engine), and the open points need no tracking. Error messages are not compared (UNSPEC-5),
-    nor the unit that ran a statement."""
+def _same_outline(oracle: Trace, engine: Trace, stmts: dict[str, Stmt]) -> bool:
+    """Whether the engine ran what the oracle did, statement by statement and in the same
+    order, with the same statuses, error kinds and warnings and no harness error. Error
+    messages are not compared (UNSPEC-5), nor the unit that ran a statement."""
     if len(oracle.events) != len(engine.events):
         return False
     for o, e in zip(oracle.events, engine.events, strict=True):
         if o.path != e.path or o.status != e.status or o.status == HARNESS \
                 or o.error != e.error or o.warnings != e.warnings or o.path not in stmts:
             return False
+    return True
+
+
+def _identical(oracle: Trace, engine: Trace) -> bool:
+    """Given the same outline: whether every value, dtype and hook call is identical too; then
+    nothing can diverge (most programs on a conforming engine), and the open points need no
+    tracking."""
     return _same_data([(o.value, o.dtype, o.hooks) for o in oracle.events],
                       [(e.value, e.dtype, e.hooks) for e in engine.events])
 
 
-def _close_throughout(oracle: Trace, engine: Trace, stmts: dict[str, Stmt], dtype: str) -> bool:
-    """Whether the traces differ in nothing but floats within the plain rule's tolerance:
-    the same statements, statuses, error kinds and warnings as _identical asks, and, for each
-    statement that ran, the same dtype, a close value and the same hook calls with close
-    gradients (`close` over the nested lists: a sweep's items are [value, dtype] and a hook
-    call [label, gradient, dtype], so strings and None must be equal and floats close).
-    Nothing of that can diverge, whatever is left open (what is open only excuses
-    differences), so the open points need no tracking; the rest (floats apart, hooks
+def _close_throughout(oracle: Trace, engine: Trace, dtype: str) -> bool:
+    """Given the same outline: whether the traces differ in nothing but floats within the plain
+    rule's tolerance: for each statement that ran, the same dtype, a close value and the same
+    hook calls with close gradients (`close` over the nested lists: a sweep's items are
+    [value, dtype] and a hook call [label, gradient, dtype], so strings and None must be equal
+    and floats close). Nothing of that can diverge, whatever is left open (what is open only
+    excuses differences), so the open points need no tracking; the rest (floats apart, hooks
     reordered, an observation's dtype, ...) is compared in full. Most programs that are not
     identical on a conforming engine differ only in a float's last bits."""
-    if len(oracle.events) != len(engine.events):
-        return False
     for o, e in zip(oracle.events, engine.events, strict=True):
-        if o.path != e.path or o.status != e.status or o.status == HARNESS \
-                or o.error != e.error or o.warnings != e.warnings or o.path not in stmts:
-            return False
         if o.status != "ok" or _same_data((o.value, o.dtype, o.hooks),    # (in C: the
                                           (e.value, e.dtype, e.hooks)):   # common case)
             continue            # a statement that failed on both: nothing more to compare
