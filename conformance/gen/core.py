@@ -57,10 +57,8 @@ class Gen(BackwardPasses):
                              f"{', '.join(map(str, VOCABULARIES))})")
         self.ch = ch
         self.vocabulary = vocabulary
-        self.caps = frozenset(c for c in caps if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
-        self.call_fns, self.inplace_fns = _op_draws(vocabulary, self.caps)
-        self.smooth_inplace_fns = tuple((f, w) for f, w in self.inplace_fns
-                                        if not ops.ROWS[f].jumps)
+        (self.caps, self.call_fns, self.inplace_fns, self.smooth_inplace_fns, self._blocked,
+         self._statements) = _tables(frozenset(caps), vocabulary)
         self.size = size
         self.tensors: dict[str, T] = {}
         self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)
@@ -75,9 +73,6 @@ class Gen(BackwardPasses):
         self.expect: dict[int, str] = {}
         self.emitted = 0
         self.choice, self.boolean, self.weighted, self.integer = draws(ch)
-        self._blocked = blocked_clauses(self.caps)
-        self._statements = (statement_draw(self.caps, False, vocabulary),
-                            statement_draw(self.caps, True, vocabulary))
         self._draws = draw_functions()
         self.aimed: T | None = None         # the tensor `pick` returns (on)
 
@@ -357,12 +352,18 @@ class Gen(BackwardPasses):
 
 
 @functools.cache
-def _op_draws(vocabulary: int, caps: frozenset[str]
-              ) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary and the
-    capabilities."""
-    return (tuple(ops.weights("call", vocabulary, caps)),
-            tuple(ops.weights("inplace", vocabulary, caps)))
+def _tables(declared: frozenset[str], vocabulary: int) -> tuple[Any, ...]:
+    """What a Gen draws from, the same for every program of the capabilities and vocabulary
+    (worked out once, not per program): the capabilities the vocabulary knows; the call and
+    in-place ops with their weights, in draw order, and the in-place ops without jumps; the
+    clauses the capabilities block; the statement tables (a step at the top, a step in a
+    block inside a block)."""
+    caps = frozenset(c for c in declared if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
+    call_fns = tuple(ops.weights("call", vocabulary, caps))
+    inplace_fns = tuple(ops.weights("inplace", vocabulary, caps))
+    smooth = tuple((f, w) for f, w in inplace_fns if not ops.ROWS[f].jumps)
+    return (caps, call_fns, inplace_fns, smooth, blocked_clauses(caps),
+            (statement_draw(caps, False, vocabulary), statement_draw(caps, True, vocabulary)))
 
 
 def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,

@@ -234,9 +234,13 @@ def observe_recorded_grads(g: Any) -> None:
     (UNSPEC-16: that pass may replace its .grad or add into it), as the comparator has it."""
     if g.vocabulary < 22 or not g.has("grad_fn", "create_graph"):
         return
-    retained_open = plain_after_graphed(s for _, s in Program(g.out).walk())
     known = [u for u in g.live() if u.grad_node_known and u.is_float and not u.inference
-             and not u.packed_grad and not u.fn_grad and (u.leaf or not retained_open)]
+             and not u.packed_grad and not u.fn_grad]
+    if not known:
+        return
+    if not all(u.leaf for u in known[:2]) and plain_after_graphed(
+            s for _, s in Program(g.out).walk()):
+        known = [u for u in known if u.leaf]
     for u in known[:2]:
         g.emit(Stmt("observe", target=u.name, params={"what": "grad_grad_fn"}),
                ["DOUBLE-4", "DOUBLE-1"])

@@ -72,14 +72,14 @@ def joins(a: T, b: T) -> bool:
 
 
 def _reach(stack: list[Node]) -> list[Node]:
-    seen: dict[int, Node] = {}
+    # nodes hash by identity (eq=False): a dict of them keeps the order they were met in
+    seen: dict[Node, None] = {}
     while stack:
         n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen[id(n)] = n
-        stack.extend(n.parents)
-    return list(seen.values())
+        if n not in seen:
+            seen[n] = None
+            stack.extend(n.parents)
+    return list(seen)
 
 
 def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
