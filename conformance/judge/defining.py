@@ -163,6 +163,15 @@ def conformance_class(what: str, observable: str, oracle: str, engine: str,
     return clause.cls if clause is not None else "core"
 
 
+def drawable(clauses: tuple[str, ...], caps: frozenset[str] | None) -> tuple[str, ...]:
+    """The clauses of `clauses` a program drawn under `caps` can exercise: those whose
+    `requires` the capabilities cover (the others are n/a to the campaign, reports/report.py,
+    set_statuses). `caps` None: a program the generator did not draw, all of them."""
+    spec = load_spec().clauses
+    return tuple(c for c in clauses if caps is None or c not in spec
+                 or caps.issuperset(spec[c].requires))
+
+
 # the spec clauses the tables cite, for the test that every one exists
 CITED = sorted({c for t in (*ALLOWS.values(), *DEFINES.values(), *HOOK_CALLS.values(),
                            UNNAMED_ERROR)

@@ -8,7 +8,8 @@ word on it):
 
 - an outcome: the oracle raised an error kind: a clause spec/errors.md lists for that kind; the
   oracle did not raise the kind the engine raised: a clause under which the oracle does not
-  raise it (ALLOWS), else the kind's own;
+  raise it (ALLOWS), else the kind's own where the program can exercise it (its `requires`
+  within the capabilities the program was drawn under), else the statement's own;
 - warnings: the first differing warning kind's clause (spec/errors.md);
 - hook calls: how they differ (the hooks of one tensor reordered, a removed hook called, ...);
 - an observed value or its dtype: the observable and the form of the oracle's value (DEFINES).
@@ -42,7 +43,7 @@ from ..kinds import KINDS
 from ..lang.program import Program, Stmt
 from ..lang.trace import HARNESS, Event, Trace
 from ..spec.reader import load_errors
-from .defining import ALLOWS, DEFINES, HOOK_CALLS, UNNAMED_ERROR, conformance_class
+from .defining import ALLOWS, DEFINES, HOOK_CALLS, UNNAMED_ERROR, conformance_class, drawable
 from .executor import names
 
 _ODD = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -95,6 +96,8 @@ class _Program:
         self.flat: list[tuple[str, Stmt]] = list(program.walk())
         self.at = {p: i for i, (p, _) in enumerate(self.flat)}
         self.stmts = dict(self.flat)
+        drawn = program.meta.get("capabilities")      # the generator's, where it drew it
+        self.caps = frozenset(drawn) if isinstance(drawn, list) else None
         self.hooks: dict[str, tuple[str, tuple[str | None, int], str | None, int]] = {}
         self.removed: dict[str, int] = {}       # handle -> position of its removal
         generation: dict[str, int] = {}         # name -> how often it was bound
@@ -165,8 +168,11 @@ def _pick(candidates: Iterable[str | None], near: list[str], involved: list[str]
         next((c for c in cands if c in involved), None) or default
 
 
-def _outcome(o: Event, e: Event | None) -> tuple[str, str, tuple[str, ...], str | None]:
-    """(oracle, engine, candidate clauses, default) of an outcome divergence."""
+def _outcome(o: Event, e: Event | None, caps: frozenset[str] | None = None
+             ) -> tuple[str, str, tuple[str, ...], str | None]:
+    """(oracle, engine, candidate clauses, default) of an outcome divergence; a kind only the
+    engine raised names its own clauses where the program can exercise them (`caps`, drawable:
+    FUNC-8, a custom Function's, is n/a to an engine with no custom_function)."""
     errors = _errors()
 
     def word(ev: Event | None) -> str:
@@ -176,7 +182,8 @@ def _outcome(o: Event, e: Event | None) -> tuple[str, str, tuple[str, ...], str 
     if o.status == "error" and o.error in errors:
         return word(o), word(e), errors[o.error], errors[o.error][0]
     if e is not None and e.status == "error" and e.error in errors:
-        return word(o), word(e), ALLOWS.get(e.error, ()) + errors[e.error], errors[e.error][0]
+        own = drawable(errors[e.error], caps)
+        return word(o), word(e), ALLOWS.get(e.error, ()) + own, own[0] if own else None
     if e is not None and e.status == "error" and o.status == "ok":
         return word(o), word(e), UNNAMED_ERROR, None
     return word(o), word(e), (), None
@@ -296,7 +303,7 @@ def judge_one(view: _Program, d: Any, o: Event | None, e: Event | None
     near = view.near(s, d.path, list(s.clauses), None)
     observable = d.what
     if d.what == "outcome":
-        ow, ew, cands, default = _outcome(o, e)
+        ow, ew, cands, default = _outcome(o, e, view.caps)
     elif d.what == "warnings":
         ow, ew, cands, default = _warnings(o, e)
     elif d.what == "hooks":
@@ -362,16 +369,6 @@ def verdict(divergences: list[Any], classes: Iterable[str] | None = None
     if first is None:
         return [], ""
     return ([first.primary] if first.primary else []), first.signature
-
-
-def error_kinds(signature: str) -> list[str]:
-    """The error and warning kinds a signature names (the oracle's and the engine's)."""
-    parts = signature.split("/")
-    if len(parts) != 4 or parts[1] not in ("outcome", "warnings"):
-        return []
-    known = load_errors()
-    return [k for k in dict.fromkeys(parts[2].split("+") + parts[3].split("+"))
-            if k in known or k == "OTHER"]
 
 
 def group(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.reader import CLASSES, load_errors, load_spec
-from .verdict import error_kinds, lead, verdict
+from .verdict import lead, verdict
 
 _CLAUSE = re.compile(r"^[A-Z]+-[0-9]+$")
 _SEED = re.compile(r"^seed:([0-9]+)$")
@@ -192,6 +192,16 @@ def attributed(program: Any, divergences: Iterable[Any]) -> list[str]:
     (a list of at most one; conformance/judge/verdict.py). `program` is not needed any more
     (the comparator names the primary clause); kept for the callers of the first release."""
     return verdict(list(divergences))[0]
+
+
+def error_kinds(signature: str) -> list[str]:
+    """The error and warning kinds a signature names (the oracle's and the engine's)."""
+    parts = signature.split("/")
+    if len(parts) != 4 or parts[1] not in ("outcome", "warnings"):
+        return []
+    known = load_errors()
+    return [k for k in dict.fromkeys(parts[2].split("+") + parts[3].split("+"))
+            if k in known or k == "OTHER"]
 
 
 def match(entries: list[Xfail], clauses: list[str], program_seed: int | None,

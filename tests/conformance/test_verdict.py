@@ -97,6 +97,37 @@ def test_an_error_the_oracle_does_not_raise_names_the_rule_that_allows_it():
     assert divs[0].signature == "inplace/outcome/ok/LEAF_INPLACE"
 
 
+def matmul_backward(caps: list[str] | None) -> Program:
+    """[1] @ [1, 3], summed, a backward: drawn under `caps` (meta, as the generator records
+    them; None: a program of no known capabilities)."""
+    return Program([
+        leaf("x", [-1.25], [1], "float64", clauses=["LEAF-1"]),
+        leaf("w", [1.25, -1.25, 0.625], [1, 3], "float64", rg=False, clauses=["LEAF-1"]),
+        S("call", out="y", args=["x", "w"], params={"fn": "matmul"}, clauses=["GRAPH-1"]),
+        S("call", out="s", args=["y"], params={"fn": "sum"}, clauses=["GRAPH-1"]),
+        S("backward", target="s", clauses=["LEAF-5", "LEAF-9"]),
+    ], seed=5, meta={} if caps is None else {"capabilities": caps})
+
+
+@pytest.mark.parametrize(("caps", "primary"), [
+    (sorted(set(ALL_CAPABILITIES) - {"custom_function"}), "LEAF-5"),
+    (sorted(ALL_CAPABILITIES), "FUNC-8"),
+    (None, "FUNC-8"),
+])
+def test_an_error_only_the_engine_raises_names_its_kind_only_where_the_program_can_reach_it(
+        caps, primary):
+    # FUNCTION_INVALID_GRADIENT is FUNC-8's, a custom Function's; an engine whose functions are
+    # custom Functions inside (thunder) raises it at a plain backward. Drawn without
+    # custom_function, FUNC-8 is n/a to the campaign: the backward's own clause names it.
+    p = matmul_backward(caps)
+    oracle = Trace("torch", "1", "cpu", [Event(str(i), s.op) for i, s in enumerate(p.statements)])
+    engine = Trace("e", "1", "cpu", [Event(str(i), s.op) for i, s in enumerate(p.statements)])
+    engine.events[-1] = Event("4", "backward", "error", "FUNCTION_INVALID_GRADIENT")
+    (d,) = compare(p, oracle, engine)
+    assert (d.primary, d.signature) == (primary, "backward/outcome/ok/FUNCTION_INVALID_GRADIENT")
+    assert "custom_function" in load_spec().clauses["FUNC-8"].requires
+
+
 def hooks_on_one_tensor() -> Program:
     return Program([
         leaf("x", [1.0, 2.0], [2]),

@@ -6,7 +6,7 @@ HOOK-13, HOOK-14, HOOK-16, RETAIN-2, RETAIN-5, INPLACE-1, INPLACE-2, INPLACE-3, 
 INPLACE-7, INPLACE-13, INPLACE-15, MODE-9, API-1, API-4, API-9, API-10, LEAF-11, LEAF-12,
 LEAF-13, LEAF-15, LEAF-16, VIEW-1, VIEW-3, INPLACE-8, INPLACE-9, INPLACE-10, INPLACE-14,
 INPLACE-17, INPLACE-18; lightning-thunder (T entries): VIEW-1, FREE-1, FREE-7, VER-7, VER-16,
-DERIV-4, FUNC-8, GRAPH-1.
+DERIV-4, LEAF-5, GRAPH-1.
 
 A block that fails means the engine changed: the finding is stale (or newly wrong) and
 docs/findings.md needs a look. Blocks for an engine that is not installed are skipped; blocks
