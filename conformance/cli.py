@@ -260,7 +260,9 @@ command("engines", "list the engines available, with versions, devices and capab
 
 def _configure_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engines", default="refimpl,torch,torch-compile,paddle",
-                   help="comma-separated engines (default refimpl,torch,torch-compile,paddle)")
+                   help="comma-separated engines, or `all`: every built-in and entry-point "
+                        "engine, one not installed a column of n/a saying why (default "
+                        "refimpl,torch,torch-compile,paddle)")
     _campaign_options(p, 100, "programs per engine", "gradspec-matrix")
     p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures")
     p.add_argument("--spec-url", default=None, metavar="URL", help="link clauses to URL/<file>"
@@ -270,8 +272,12 @@ def _configure_matrix(p: argparse.ArgumentParser) -> None:
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
     from .campaign.matrix import run_matrix
-    from .engines import EngineError
+    from .engines import EngineError, every_engine_name
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
+    if names == ["all"]:
+        names = every_engine_name()
+    elif "all" in names:
+        raise UsageError("--engines all names every engine: give it alone")
     if not names:
         raise UsageError("--engines names no engine")
     if len(set(names)) != len(names):

@@ -63,6 +63,14 @@ def builtin_names() -> list[str]:
     return list(BUILTINS)
 
 
+def every_engine_name() -> list[str]:
+    """The built-in engines, then the entry-point ones a built-in does not shadow, in the
+    order `gradspec engines` lists them (what `gradspec matrix --engines all` runs)."""
+    names = builtin_names()
+    return names + [n for n in dict.fromkeys(ep.name for ep in entry_points())
+                    if n not in names]
+
+
 def entry_points() -> list[metadata.EntryPoint]:
     """The `gradspec.engines` entry points installed, by name, first of each name only."""
     try:
@@ -252,5 +260,6 @@ def list_engines(probe: Callable[[Engine], list[dict]] | None = None,
     return sorted(rows, key=lambda r: (order.get(r["name"], -1), r["name"]))
 
 
-__all__ = ["BUILTINS", "Engine", "EngineError", "builtin_names", "entry_points", "list_engines",
+__all__ = ["BUILTINS", "Engine", "EngineError", "builtin_names", "entry_points",
+           "every_engine_name", "list_engines",
            "load_engine"]

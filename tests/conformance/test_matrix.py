@@ -186,3 +186,22 @@ def test_headless_chromium_renders_the_page(matrix):
                        capture_output=True, timeout=120)
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000       # a rendered table, not a blank page
+
+
+def test_engines_all_names_every_builtin_and_entry_point_engine(monkeypatch, tmp_path, capsys):
+    from conformance.campaign import matrix as matrix_module
+    from conformance.engines import builtin_names, entry_points, every_engine_name
+    names = every_engine_name()
+    assert names[:len(builtin_names())] == builtin_names()
+    assert {ep.name for ep in entry_points()} <= set(names)
+    assert len(names) == len(set(names))
+    seen = {}
+
+    def fake(engines, *args, **kwargs):
+        seen["engines"] = engines
+        return []
+    monkeypatch.setattr(matrix_module, "run_matrix", fake)
+    assert main(["matrix", "--engines", "all", "--quiet", "--out", str(tmp_path)]) == 0
+    assert seen["engines"] == names
+    assert main(["matrix", "--engines", "all,torch", "--out", str(tmp_path)]) == 2
+    assert "--engines all names every engine: give it alone" in capsys.readouterr().err
