@@ -41,6 +41,7 @@ from .vocabulary import (  # noqa: F401  (their home; imported from here too)
     VOCABULARIES,
 )
 
+_KINKS = frozenset(KINKS)
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 
 
@@ -109,7 +110,7 @@ class Gen(BackwardPasses):
         """The clauses, first occurrence each, less those the capabilities cannot exercise."""
         blocked = self._blocked
         if blocked:
-            return list(dict.fromkeys(c for c in clauses if c not in blocked))
+            return [c for c in dict.fromkeys(clauses) if c not in blocked]
         return list(dict.fromkeys(clauses))
 
     def blocks_clauses(self) -> bool:
@@ -173,7 +174,7 @@ class Gen(BackwardPasses):
                                                   "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
-              hidden=hidden, exact=True, at_kink=any(v in KINKS for v in values))
+              hidden=hidden, exact=True, at_kink=not _KINKS.isdisjoint(values))
         if self.inference:      # an inference tensor (INFER-2)
             t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
