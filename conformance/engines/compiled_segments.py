@@ -75,11 +75,12 @@ class SegmentCompiledTorch(TorchLike):
 
     granularity = "segment"
 
-    def __init__(self, name: str, device: str = "cpu"):
+    def __init__(self, name: str, device: str = "cpu", backend: str | None = None,
+                 capabilities: frozenset[str] = CAPABILITIES):
         import torch
         import torch._dynamo
-        super().__init__(torch, name, device, CAPABILITIES)
-        self.backend = BACKENDS[name]
+        super().__init__(torch, name, device, capabilities)
+        self.backend = backend or BACKENDS[name]
         self.version = f"{torch.__version__} ({self.backend}, segments)"
         cfg = torch._dynamo.config
         cfg.recompile_limit = 64

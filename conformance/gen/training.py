@@ -1,0 +1,125 @@
+"""Training-step programs: what users compile with torch.compile, drawn on request only.
+
+A program of this family is a few training steps of one model: parameters (torch.nn.Parameter
+where the engine declares nn_module, else leaves that require grad) and a batch that does not
+require grad, drawn once; a forward drawn once (per parameter a binary op of the running value
+and the parameter, sometimes an elementwise nonlinearity after it) and a loss (sum or mean),
+replayed every step on the parameters as they are then; the loss observed; a backward from it;
+and the update under no_grad (a decorated function sometimes, as grad-mode blocks are drawn):
+`g = p.grad`, `p -= lr * g` (or `p.sub_(...)`), then the .grad set to None, zeroed in place
+(`g.zero_()`) or zeroed by a module's zero_grad. Two or three steps, so that a compiler meets
+the same step again with the parameters it updated; at the end the parameters' values and
+.grads are observed.
+
+Engines of granularity "step" (conformance/judge/segments.py) run forward, loss, backward
+and update as one unit: the step function a user compiles. The family is opt-in, through
+`gradspec run --source conformance.gen.training:program` (the draws of the default generator
+are untouched: every existing seed draws the program it drew). Statements are emitted
+through the statement kinds' own emitters and the model, so each carries the clauses it
+exercises and the divergences found cite them as for any program.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..kinds import KINDS
+from ..kinds.grad_tensor import bindable
+from ..lang.program import Program, Stmt
+from ..model import T, numel
+from .core import Gen
+from .strategies import RandomChooser
+
+# what the family needs of an engine: leaves' .grad bound to a name, grad-mode blocks
+NEEDS = ("grad_tensor", "grad_modes")
+SHAPES = ((3,), (2, 3), (4,), (2, 2))
+LAYER_OPS = ("mul", "add", "sub")
+NONLINEAR = ("tanh", "sigmoid", "sin", "relu")
+RATES = (0.5, 0.25, 0.125)       # exact in binary: the update rounds as eager torch's does
+
+
+def program(seed: int, capabilities: Iterable[str] | None = None, size: int = 20) -> Program:
+    """The training-step program of a seed (the `--source` signature: size is unused)."""
+    from .vocabulary import ALL_CAPABILITIES
+    caps = set(capabilities if capabilities is not None else ALL_CAPABILITIES) | {"core"}
+    missing = [c for c in NEEDS if c not in caps]
+    if missing:
+        raise ValueError(f"training-step programs need the capabilities {', '.join(missing)}")
+    g = Gen(RandomChooser(seed), caps, size)
+    g.dtype = g.choice("program dtype", ("float32", "float64"))
+    shape = g.choice("parameter shape", SHAPES)
+    params = [_parameter(g, shape) for _ in range(g.integer("parameters", 1, 3))]
+    batch = g.make_leaf(shape=shape, dtype=g.dtype, rg=False)
+    layers = [(g.choice("layer op", LAYER_OPS),
+               g.choice("nonlinearity", NONLINEAR) if g.boolean("nonlinear", 60) else None)
+              for _ in params]
+    loss_fn = g.choice("loss", ("sum", "mean"))
+    rate = g.choice("learning rate", RATES)
+    augmented = g.boolean("p -= update", 50)
+    zero = g.choice("zeroing", ("none", "zero_", "zero_grad") if g.has("nn_module")
+                    else ("none", "zero_"))
+    for _ in range(g.integer("steps", 2, 3)):
+        if not _step(g, params, batch, layers, loss_fn, rate, augmented, zero):
+            break
+    for p in params:
+        KINDS["observe"].draw(g, p, "value")
+        KINDS["observe"].draw(g, p, "grad")
+    prog = Program(g.out, meta={"generator": g.vocabulary, "size": size, "family": "training",
+                                "capabilities": sorted(g.caps),
+                                "expect": g._expected(g.out, "")})
+    prog.seed = seed
+    return prog
+
+
+def _parameter(g: Gen, shape: tuple[int, ...]) -> T:
+    values = g.draw_values(numel(shape), g.dtype)
+    if g.has("nn_module"):
+        return KINDS["parameter"].emit(g, shape, g.dtype, values)
+    return g.make_leaf(shape=shape, dtype=g.dtype, rg=True, values=values)
+
+
+def _step(g: Gen, params: list[T], batch: T, layers: list[tuple[str, str | None]],
+          loss_fn: str, rate: float, augmented: bool, zero: str) -> bool:
+    """Emit one step: forward, loss (observed), backward, the update block. False when the
+    model predicts the backward raises (no update follows then)."""
+    h = batch
+    for p, (fn, nonlinear) in zip(params, layers, strict=True):
+        h = KINDS["call"].pair(g, fn, h, p)
+        if nonlinear:
+            h = g.call1(h, nonlinear, [], {}, [])
+    loss = g.result((), h.dtype, [h])
+    g.emit(Stmt("call", out=loss.name, args=[h.name], params={"fn": loss_fn, "kw": {}}),
+           ["GRAPH-1"])
+    KINDS["observe"].draw(g, loss, "value")
+    before = len(g.out)
+    g.emit_backward(loss, [], None, draw_inputs=False)
+    if g.expect.get(id(g.out[before])):
+        return False
+    return KINDS["mode"].draw(g, "no_grad", lambda g: _update(g, params, rate, augmented, zero))
+
+
+def _update(g: Gen, params: list[T], rate: float, augmented: bool, zero: str) -> None:
+    """The body of the update block: each parameter moved against its .grad, then the .grads
+    zeroed as drawn."""
+    held: list[Any] = []
+    for p in params:
+        if not bindable(p):
+            continue
+        grad = KINDS["grad_ref"].bind(g, p)
+        step = g.call1(grad, "mul", [rate], {}, [])
+        fn = "isub" if augmented else "sub_"
+        cl = g.apply_inplace(p, [step], False)
+        g.emit(Stmt("inplace", target=p.name, args=[step.name], params={"fn": fn, "kw": {}}),
+               cl + (["INPLACE-13"] if augmented else []))
+        held.append((p, grad))
+    if zero == "zero_grad":
+        KINDS["zero_grad"].emit(g, params, g.boolean("set_to_none", 50))
+    elif zero == "zero_":
+        for _, grad in held:
+            cl = g.apply_inplace(grad, [], False)
+            g.emit(Stmt("inplace", target=grad.name, args=[], params={"fn": "zero_", "kw": {}}),
+                   cl)
+    else:
+        for p, _ in held:
+            with g.on(p):
+                KINDS["set_grad"].draw(g, none=True)
