@@ -121,7 +121,7 @@ class DynamicWarmTorch(StepCompiledTorch):
         x = _run_of(body)
         if x is None:
             return False
-        read = {n for _, s in segment.walk() for n in _refs(s)}
+        read = {n for _, s in segment.walk() for n in _names(s)}
         torch = self.torch
         env = {n: _resized(torch, t) for n, t in x.env.items()
                if n in read and isinstance(t, torch.Tensor)}
@@ -156,13 +156,24 @@ def _run_of(body: Any) -> Any:
     return x if hasattr(x, "env") and hasattr(x, "stmt") else None
 
 
-def _refs(s: Stmt) -> list[str]:
-    from ..kinds import KINDS
-    kind = KINDS.get(s.op)
-    try:
-        return [n for n in kind.refs(s) if isinstance(n, str)] if kind else []
-    except Exception:  # noqa: BLE001 - a malformed statement: the executor reports it
-        return []
+def _names(s: Stmt) -> set[str]:
+    """Every string a statement or its body holds in its target, args or params: a superset of
+    the names it reads (the statement kinds, which know exactly, are a layer above engines)."""
+    found: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            found.add(v)
+        elif isinstance(v, (list, tuple)):
+            for u in v:
+                walk(u)
+        elif isinstance(v, dict):
+            for u in v.values():
+                walk(u)
+    walk([s.target, s.args, s.params])
+    for b in s.body:
+        found |= _names(b)
+    return found
 
 
 def _resized(torch: Any, t: Any) -> Any:
