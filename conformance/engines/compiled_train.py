@@ -46,7 +46,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..lang.trace import Trace
 from .compiled import CAPABILITIES as REGION_CAPABILITIES
-from .compiled_segments import SegmentCompiledTorch
+from .compiled_segments import RECOMPILE_LIMIT, SegmentCompiledTorch
 
 # the segment engines' capabilities, and what a training step needs of them
 CAPABILITIES = REGION_CAPABILITIES | {"grad_tensor", "nn_module"}
@@ -80,6 +80,9 @@ class DynamicWarmTorch(StepCompiledTorch):
         self.version = f"{self.torch.__version__} ({self.backend}, training steps, " \
                        "warmed on other shapes)"
         self.stats: Counter[str] = Counter()     # units, by what warming did: _count
+        # every unit is compiled for two sets of sizes: twice the segment engines' limit (at
+        # 64 a sweep of many tensors met it, its observation helper recompiled per tensor)
+        self.torch._dynamo.config.recompile_limit = 2 * RECOMPILE_LIMIT
         self._sized = False     # a graph with a symbolic size compiled in this program
 
     def begin_program(self) -> None:

@@ -155,3 +155,30 @@ def test_warming_is_skipped_where_nothing_would_change_size():
     b = execute(prog, e)
     assert e.stats["warmed"] == 0 and e.stats["not_warmed"] == 3
     assert not compare(prog, execute(prog, torch_engine()), b)
+
+
+def _step_with_a_break(x, p, w):
+    h = x + p
+    torch._dynamo.graph_break()         # as the adapter's bookkeeping, or a user's print, does
+    h.sin_()
+    (h @ w).mean().backward()
+
+
+def test_an_in_place_nonlinearity_after_a_graph_break_fails_the_step_under_aot_autograd():
+    """docs/findings.md C2, in a training step (the VER-8 group of the aot_eager training
+    campaign): an in-place op on the output of an earlier compiled graph, then an op that saves
+    it, makes the step's backward raise VERSION_MISMATCH under AOTAutograd; eager torch and
+    dynamo alone run it. Fails once torch fixes it: then revisit C2."""
+    def grads(backend):
+        torch._dynamo.reset()
+        p = torch.tensor([-1.75, -1.75, -0.75], dtype=torch.float64, requires_grad=True)
+        w = torch.eye(3, dtype=torch.float64, requires_grad=True)
+        x = torch.tensor([0.5, 0.25, -0.75], dtype=torch.float64)
+        f = torch.compile(_step_with_a_break, backend=backend) if backend else \
+            _step_with_a_break
+        with torch._dynamo.config.patch(compiled_autograd=True):
+            f(x, p, w)
+        return p.grad.tolist()
+    assert grads("eager") == grads(None)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        grads("aot_eager")
