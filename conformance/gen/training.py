@@ -12,7 +12,9 @@ the update under no_grad (a decorated function sometimes, as grad-mode blocks ar
 `g = p.grad`, sometimes clipped in place (`g.clamp_(...)`), `p -= lr * g` (or `p.sub_(...)`),
 then the .grad set to None, zeroed in place (`g.zero_()`) or zeroed by a module's zero_grad.
 Two or three steps, so that a compiler meets the same step again with the parameters it
-updated; at the end the parameters' values and .grads are observed.
+updated; at the end the parameters' values and .grads are observed. Only what the engine's
+capabilities cover is drawn: without grad_tensor or grad_modes there is no update, and each
+step ends at its backward with the parameters' .grads set to None.
 
 Engines of granularity "step" (conformance/judge/segments.py) run forward, loss, backward
 and update as one unit: the step function a user compiles. The family is opt-in, through
@@ -28,12 +30,14 @@ from typing import Any, NamedTuple
 
 from ..kinds import KINDS
 from ..kinds.grad_tensor import bindable
+from ..lang import ops
 from ..lang.program import Program, Stmt
 from ..model import T, numel
 from .core import Gen
 from .strategies import RandomChooser
 
-# what the family needs of an engine: leaves' .grad bound to a name, grad-mode blocks
+# what the update needs of an engine: leaves' .grad bound to a name, grad-mode blocks; without
+# them a step ends at its backward, its .grads set to None (no parameter is updated)
 NEEDS = ("grad_tensor", "grad_modes")
 SHAPES = ((3,), (2, 3), (4,), (2, 2))
 LAYER_OPS = ("mul", "add", "sub", "matmul")
@@ -45,17 +49,17 @@ def program(seed: int, capabilities: Iterable[str] | None = None, size: int = 20
     """The training-step program of a seed (the `--source` signature: size is unused)."""
     from .vocabulary import ALL_CAPABILITIES
     caps = set(capabilities if capabilities is not None else ALL_CAPABILITIES) | {"core"}
-    missing = [c for c in NEEDS if c not in caps]
-    if missing:
-        raise ValueError(f"training-step programs need the capabilities {', '.join(missing)}")
     g = Gen(RandomChooser(seed), caps, size)
     g.dtype = g.choice("program dtype", ("float32", "float64"))
     shape = g.choice("parameter shape", SHAPES)
-    ops = [g.choice("layer op", LAYER_OPS) for _ in range(g.integer("parameters", 1, 3))]
-    params = [_parameter(g, (shape[-1], shape[-1]) if fn == "matmul" else shape) for fn in ops]
+    fns = [g.choice("layer op", _covered(g, LAYER_OPS))
+           for _ in range(g.integer("parameters", 1, 3))]
+    params = [_parameter(g, (shape[-1], shape[-1]) if fn == "matmul" else shape) for fn in fns]
     batch = g.make_leaf(shape=shape, dtype=g.dtype, rg=False)
-    layers = [Layer(fn, g.choice("nonlinearity", NONLINEAR) if g.boolean("nonlinear", 60)
-                    else None, g.boolean("in place", 30)) for fn in ops]
+    nonlinear = _covered(g, NONLINEAR)
+    layers = [Layer(fn, g.choice("nonlinearity", nonlinear)
+                    if nonlinear and g.boolean("nonlinear", 60) else None,
+                    g.boolean("in place", 30)) for fn in fns]
     if g.has("hooks") and g.boolean("a hook on a parameter", 40):
         KINDS["hook"].draw(g, g.choice("hook behaviour", ("record", "scale")), params[0])
     plan = Plan(layers, g.choice("loss", ("sum", "mean")), g.choice("learning rate", RATES),
@@ -74,6 +78,11 @@ def program(seed: int, capabilities: Iterable[str] | None = None, size: int = 20
                                 "expect": g._expected(g.out, "")})
     prog.seed = seed
     return prog
+
+
+def _covered(g: Gen, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The ops among names whose row the capabilities cover (ops.Op.needs)."""
+    return tuple(n for n in names if ops.ROWS[n].needs is None or g.has(ops.ROWS[n].needs))
 
 
 def _parameter(g: Gen, shape: tuple[int, ...]) -> T:
@@ -109,7 +118,8 @@ def _step(g: Gen, params: list[T], batch: T, plan: Plan) -> bool:
         if first is None and plan.retain:
             first = h
             g.draw_on("retain_grad", h)
-        if layer.nonlinear and layer.in_place and g.inplace_ok(h):
+        if layer.nonlinear and layer.in_place and g.inplace_ok(h) and _covered(
+                g, (layer.nonlinear + "_",)):
             KINDS["inplace"].draw(g, h, layer.nonlinear + "_")
         elif layer.nonlinear:
             h = g.call1(h, layer.nonlinear, [], {}, [])
@@ -121,6 +131,11 @@ def _step(g: Gen, params: list[T], batch: T, plan: Plan) -> bool:
     g.emit_backward(loss, [], None, draw_inputs=False)
     if g.expect.get(id(g.out[before])):
         return False
+    if not g.has(*NEEDS):
+        for p in params:
+            with g.on(p):
+                KINDS["set_grad"].draw(g, none=True)
+        return True
     return KINDS["mode"].draw(g, "no_grad", lambda g: _update(g, params, plan, first))
 
 
@@ -143,7 +158,7 @@ def _update(g: Gen, params: list[T], plan: Plan, retained: T | None) -> None:
         if not bindable(p):
             continue
         grad = KINDS["grad_ref"].bind(g, p)
-        if plan.clip:
+        if plan.clip and _covered(g, ("clamp_",)):
             KINDS["inplace"].draw(g, grad, "clamp_")
         step = g.call1(grad, "mul", [plan.rate], {}, [])
         fn = "isub" if plan.augmented else "sub_"
