@@ -186,3 +186,29 @@ def test_an_in_place_nonlinearity_after_a_graph_break_fails_the_step_under_aot_a
     assert grads("eager") == grads(None)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         grads("aot_eager")
+
+
+def test_compiled_autograd_frees_nodes_that_saved_nothing():
+    """The FREE-1 group of the default-generator campaigns (docs/findings.md, "Training steps
+    compiled"): after a pass that did not retain the graph, eager torch runs a second pass
+    through nodes that saved nothing (add, mul by a number); with both passes under compiled
+    autograd the second raises GRAPH_FREED. C3's class (not promised by torch). Fails once
+    torch changes it."""
+    from torch._dynamo import compiled_autograd
+
+    def grad(compiled, *args, **kw):
+        if not compiled:
+            return torch.autograd.grad(*args, **kw)
+        with compiled_autograd._enable(torch.compile(backend="eager")):
+            return torch.autograd.grad(*args, **kw)
+
+    def second_pass(compiled):
+        torch._dynamo.reset()
+        x = torch.tensor([[-2.5], [0.625]], dtype=torch.float64, requires_grad=True)
+        y = x * 2.0
+        z = y + torch.tensor([[1.5], [-1.25]], dtype=torch.float64, requires_grad=True)
+        grad(compiled, [z], [y], grad_outputs=[torch.ones(2, 1, dtype=torch.float64)])
+        return grad(compiled, [z.sum()], [x])[0].tolist()
+    assert second_pass(False) == [[2.0], [2.0]]
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        second_pass(True)
