@@ -7,9 +7,17 @@ observations eager, dynamo reset per program) with granularity "step"
 (conformance/judge/segments.py): a unit is forward, loss, backward and the grad-mode blocks
 right after the backward (the update under no_grad), the step function a user compiles. They
 also claim grad_tensor and nn_module, which training steps need (`p -= lr * p.grad`, a
-module's zero_grad): their probes pass. The programs that exercise them are the training-step
-family (conformance/gen/training.py: `--source conformance.gen.training:program`); default
-programs run on them too, as on the segment engines but for the update blocks.
+module's zero_grad): their probes pass. Making a Parameter runs eagerly (graph-breaks), as the
+model is built before a user's compiled step: traced, dynamo cannot resume after
+`torch.nn.Parameter()` and falls back to eager for the whole unit's frame. The programs that
+exercise them are the training-step family (conformance/gen/training.py: `--source
+conformance.gen.training:program`); default programs run on them too, as on the segment engines
+but for the update blocks.
+
+Limitation (docs/findings.md, "Training steps compiled"): the executor's segment body is a loop
+over statements, and dynamo skips a frame with a graph break inside a loop; so a unit is in fact
+compiled function by function below the loop (each statement's `x.stmt`, with its own graph
+breaks), as in the segment engines, not as one frame.
 
 Engines `torch-compile-dynamic-<backend>`: the same, and before each unit runs for real, the
 same compiled function runs once on a shadow of the program's state in which every tensor the
@@ -69,6 +77,11 @@ class StepCompiledTorch(SegmentCompiledTorch):
 
     def __init__(self, name: str, device: str = "cpu", backend: str | None = None):
         super().__init__(name, device, backend or TRAIN[name], CAPABILITIES)
+        # making a Parameter is building the model, which a user does before compiling the
+        # step; traced, `torch.nn.Parameter()` is a graph break dynamo cannot resume from, so
+        # it skips the whole unit's frame (every later unit too: one code object) and compiles
+        # only the functions the executor calls, one graph each: not the step a user compiles
+        self.parameter = self.torch.compiler.disable(super().parameter)
         self.version = f"{self.torch.__version__} ({self.backend}, training steps)"
 
 
