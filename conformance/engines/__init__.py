@@ -35,7 +35,7 @@ from ..spec.reader import CAPABILITIES
 from .base import Engine, unimplemented
 
 DEVICES = ("cpu", "cuda")
-GRANULARITIES = ("statement", "segment", "program")
+GRANULARITIES = ("statement", "segment", "program", "step")
 REQUIRED = ("leaf", "call", "detach", "requires_grad_", "backward", "set_grad", "to_list",
             "get_grad", "is_leaf", "requires_grad", "shape", "dtype")
 
@@ -56,6 +56,16 @@ BUILTINS = {
     "torch-compile-eager": "conformance.engines.compiled_segments:eager_engine",
     "torch-compile-aot-eager": "conformance.engines.compiled_segments:aot_eager_engine",
     "torch-compile-inductor": "conformance.engines.compiled_segments:inductor_engine",
+    # whole training steps compiled (forward, loss, backward, update), and the same after a
+    # run on other shapes (dynamic shapes): conformance/engines/compiled_train.py
+    "torch-compile-train-eager": "conformance.engines.compiled_train:train_eager_engine",
+    "torch-compile-train-aot-eager": "conformance.engines.compiled_train:train_aot_eager_engine",
+    "torch-compile-train-inductor": "conformance.engines.compiled_train:train_inductor_engine",
+    "torch-compile-dynamic-eager": "conformance.engines.compiled_train:dynamic_eager_engine",
+    "torch-compile-dynamic-aot-eager":
+        "conformance.engines.compiled_train:dynamic_aot_eager_engine",
+    "torch-compile-dynamic-inductor":
+        "conformance.engines.compiled_train:dynamic_inductor_engine",
 }
 
 

@@ -15,8 +15,10 @@ not applicable.
 Granularity. By default the executor hands an adapter one statement at a time. An engine that
 runs regions as one unit (torch.compile: one compiled function) sets `granularity` to "segment"
 (a straight-line run of top-level statements that ends after a backward-like statement, or at
-the end of the program) or "program" (the whole program), and overrides `run_segment`; see
-there. `eager` gives the per-statement twin that localises a divergence found in a unit.
+the end of the program), "program" (the whole program) or "step" (a segment with the grad-mode
+blocks right after its backward: a training step with its update), and overrides
+`run_segment`; see there and conformance/judge/segments.py. `eager` gives the per-statement
+twin that localises a divergence found in a unit.
 
 Conformance classes (spec/README.md). `classes` names the classes the engine claims: core (the
 autograd semantics every PyTorch-like engine shares), torch-observable (torch's node names, edge
@@ -68,7 +70,7 @@ class Engine(ABC):
     version: str = "?"                  # the engine's version string
     device: str = "cpu"
     capabilities: frozenset[str] = frozenset({"core"})
-    granularity: str = "statement"      # "statement" | "segment" | "program": see run_segment
+    granularity: str = "statement"      # "statement" | "segment" | "program" | "step"
     classes: frozenset[str] = frozenset(CLASSES)    # the conformance classes it claims
 
     # ---- construction and ops -------------------------------------------------------------
@@ -334,7 +336,7 @@ class Engine(ABC):
         return None
 
     def run_segment(self, body: Callable[[], None], segment: Any) -> None:
-        """Run one segment of a program as one unit (granularity "segment" or "program").
+        """Run one segment of a program as one unit (granularity "segment", "program", "step").
         `body()` runs the segment's statements through this adapter's ordinary methods, with the
         executor's per-statement bookkeeping inside it (an engine error in one statement is
         recorded on that statement); the engine runs it as its unit, e.g.

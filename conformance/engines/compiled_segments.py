@@ -65,6 +65,8 @@ OBSERVERS = ("to_list", "get_grad", "is_leaf", "requires_grad", "retains_grad",
              "version_counter", "shape", "dtype", "base", "stride", "grad_dtype",
              "grad_fn_name", "next_functions", "is_inference", "is_grad_enabled")
 
+RECOMPILE_LIMIT = 64    # recompiles of one frame before dynamo fails (fail_on_recompile_limit_hit)
+
 # engine name -> torch.compile backend
 BACKENDS = {"torch-compile-eager": "eager", "torch-compile-aot-eager": "aot_eager",
             "torch-compile-inductor": "inductor"}
@@ -75,14 +77,15 @@ class SegmentCompiledTorch(TorchLike):
 
     granularity = "segment"
 
-    def __init__(self, name: str, device: str = "cpu"):
+    def __init__(self, name: str, device: str = "cpu", backend: str | None = None,
+                 capabilities: frozenset[str] = CAPABILITIES):
         import torch
         import torch._dynamo
-        super().__init__(torch, name, device, CAPABILITIES)
-        self.backend = BACKENDS[name]
+        super().__init__(torch, name, device, capabilities)
+        self.backend = backend or BACKENDS[name]
         self.version = f"{torch.__version__} ({self.backend}, segments)"
         cfg = torch._dynamo.config
-        cfg.recompile_limit = 64
+        cfg.recompile_limit = RECOMPILE_LIMIT
         cfg.accumulated_recompile_limit = 4096
         cfg.fail_on_recompile_limit_hit = True
         self.programs = 0       # programs begun (begin_program), for tests

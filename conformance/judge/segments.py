@@ -7,6 +7,10 @@ An engine's `granularity` (conformance/engines/base.py) says what it is handed:
                 statement (one whose kind has `ends_segment`, or a grad-mode block holding
                 one), or at the end of the program
     program     the whole program as one segment
+    step        a training step: as "segment", but a segment also takes the top-level
+                grad-mode blocks right after its backward-like statement that hold none
+                (the parameter updates under no_grad), so that forward, loss, backward and
+                update are one unit
 
 A segment's id is "first-last", its first and last top-level statement indices ("0-5"); every
 Event of a statement in it carries that id, and so does every Divergence found there
@@ -25,7 +29,7 @@ from ..kinds import KINDS, of
 from ..lang.program import Stmt
 from ..lang.trace import OTHER, Event
 
-GRANULARITIES = ("statement", "segment", "program")
+GRANULARITIES = ("statement", "segment", "program", "step")
 UNIT = "unit"   # a Divergence's localised_to when the eager replay does not diverge
 
 
@@ -74,12 +78,23 @@ def split(statements: list[Stmt], granularity: str = "segment") -> list[Segment]
     if granularity == "program":
         return [Segment(0, 0, len(statements) - 1, statements)]
     out: list[Segment] = []
-    first = 0
+    first, pending = 0, False       # pending: a backward-like statement, then updates only
     for i, s in enumerate(statements):
-        if ends_segment(s) or i == len(statements) - 1:
+        nxt = statements[i + 1] if i + 1 < len(statements) else None
+        if granularity == "step":
+            pending = ends_segment(s) or (pending and _update(s))
+            close = pending and (nxt is None or not _update(nxt))
+        else:
+            close = ends_segment(s)
+        if close or nxt is None:
             out.append(Segment(len(out), first, i, statements))
             first = i + 1
     return out
+
+
+def _update(s: Stmt) -> bool:
+    """A top-level grad-mode block holding no backward-like statement: a step's update."""
+    return s.op == "mode" and not ends_segment(s)
 
 
 def run(x: Any, statements: list[Stmt], granularity: str) -> None:

@@ -68,7 +68,11 @@ def plugin(tmp_path, monkeypatch):
 
 def test_builtins_include_the_third_party_adapters():
     assert builtin_names() == ["torch", "refimpl", "paddle", "torch-compile", "torch-compile-eager",
-                              "torch-compile-aot-eager", "torch-compile-inductor"]
+                              "torch-compile-aot-eager", "torch-compile-inductor",
+                              "torch-compile-train-eager", "torch-compile-train-aot-eager",
+                              "torch-compile-train-inductor", "torch-compile-dynamic-eager",
+                              "torch-compile-dynamic-aot-eager",
+                              "torch-compile-dynamic-inductor"]
     for name, path in BUILTINS.items():
         mod, _, attr = path.partition(":")
         assert callable(getattr(__import__(mod, fromlist=[attr]), attr)), name

@@ -80,6 +80,27 @@ def test_a_segment_ends_after_a_backward_like_statement_or_a_block_holding_one()
         split(stmts, "statement")
 
 
+def _update_block(*body):
+    return S("mode", params={"mode": "no_grad"}, body=list(body))
+
+
+def test_a_step_takes_the_update_blocks_right_after_its_backward():
+    """Granularity "step": forward, loss, backward and the no_grad blocks right after it (the
+    update) are one unit; a block holding a backward still ends a unit; a no_grad block that
+    does not follow a backward starts nothing."""
+    step = [S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+            S("call", out="l", args=["y"], params={"fn": "sum"}),
+            S("backward", target="l"),
+            _update_block(S("set_grad", target="x", args=[None])),
+            _update_block(obs("x", "value"))]
+    stmts = [leaf("x", [1.0, 2.0], [2]), *step, *step, obs("x", "value"),
+             _update_block(obs("x", "value")), *two_backwards().statements[5:]]
+    assert [g.id for g in split(stmts, "step")] == ["0-5", "6-10", "11-13", "14-15"]
+    assert [g.id for g in split(stmts, "segment")] == ["0-3", "4-8", "9-13", "14-15"]
+    assert [g.id for g in split(step[:4], "step")] == ["0-3"]      # ends at the update
+    assert [g.id for g in split(two_backwards().statements, "step")] == ["0-3", "4-5", "6-7"]
+
+
 @pytest.mark.parametrize("module", [segment_torch, segment_program])
 def test_correct_segment_and_program_engines_do_not_diverge(module):
     engine = module.factory()
