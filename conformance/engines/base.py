@@ -347,7 +347,9 @@ class Engine(ABC):
         An exception that escapes run_segment means the unit failed as a whole (a compile
         error): every statement of the segment that had not finished is recorded as an error
         of that kind, marked as the segment's failure, and the names they bind are dead; if
-        all had finished, the segment's last statement takes the error."""
+        all had finished, the segment's last statement takes the error. Unless the engine's
+        optional `unit_not_started(exc)` says none of those had begun: then they run again, the
+        first alone, then the rest as a unit (judge/segments.py)."""
         body()
 
     def eager(self) -> Engine:

@@ -100,6 +100,12 @@ class SegmentCompiledTorch(TorchLike):
         with self.torch._dynamo.config.patch(compiled_autograd=True):
             self.torch.compile(body, backend=self.backend)()
 
+    def unit_not_started(self, exc: Exception) -> bool:
+        """Whether exc left the unit's unfinished statements unrun: dynamo raises
+        TorchRuntimeError while it traces a frame (an op in it raises on fake tensors), before
+        the frame runs. The executor then reruns them (conformance/judge/segments.py)."""
+        return isinstance(exc, self.torch._dynamo.exc.TorchRuntimeError)
+
     def eager(self) -> TorchLike:
         return TorchLike(self.torch, "torch", self.device, self.capabilities)
 

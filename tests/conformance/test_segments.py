@@ -12,7 +12,7 @@ from conformance.engines import load_engine
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.localise import UNIT, localise
-from conformance.judge.segments import split
+from conformance.judge.segments import STRAIGHT, split
 from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
 from conformance.runner import default_source, program_seeds, run_campaign
@@ -203,3 +203,67 @@ def test_a_campaign_reports_the_segment_and_where_the_replay_localised_it(tmp_pa
                          size=20, seed=4, out_dir=tmp_path / "plain", progress=None, probe=False)
     assert plain.divergences
     assert all("localised_to" not in d and "segment" not in d for d in plain.divergences)
+
+
+@pytest.mark.parametrize("size", [1, 2, STRAIGHT, STRAIGHT + 1, STRAIGHT + 2, 2 * STRAIGHT + 7])
+def test_a_unit_runs_each_of_its_statements_once_in_order_whatever_its_length(size):
+    """The body is written out, STRAIGHT statements a call (segments.py): a unit of any length
+    runs every statement once, in order, as statement by statement; a failing unit marks the
+    statements after its last finished one (here none finished: all of them)."""
+    stmts = [leaf("x", [1.0, 2.0], [2])] + [
+        S("call", out=f"y{i}", args=[f"y{i - 1}" if i else "x", 1.0], params={"fn": "add"})
+        for i in range(size - 1)]
+    p = Program(stmts)
+    engine = segment_program.factory()
+    trace = execute(p, engine)
+    assert engine.units == [f"0-{size - 1}"]
+    assert [ev.path for ev in trace.events] == [str(i) for i in range(size)]
+    assert compare(p, execute(p, oracle()), trace) == []
+
+    class FailsBeforeBody(Broken):
+        granularity = "program"
+
+        def run_segment(self, body, segment):
+            raise RuntimeError("the unit could not start")
+    failed = execute(p, FailsBeforeBody())
+    assert [(ev.path, ev.status) for ev in failed.events] == [
+        (str(i), "error") for i in range(size)]
+
+
+class NotStarted(RuntimeError):
+    """A unit refused before any of it ran."""
+
+
+class RefusesUnitsWithAnInPlaceWrite(Broken):
+    """Refuses, before running it, every unit of more than one statement that holds an in-place
+    write (as a compiler that cannot compile code in which an op raises), and says so through
+    `unit_not_started`; with `says` False it does not say so."""
+
+    granularity = "segment"
+    says = True
+
+    def run_segment(self, body, segment):
+        if segment.size > 1 and any(s.op == "inplace" for _, s in segment.walk()):
+            raise NotStarted("cannot compile this unit")
+        body()
+
+    def unit_not_started(self, exc):
+        return self.says and isinstance(exc, NotStarted)
+
+
+def test_a_unit_refused_before_it_ran_reruns_its_statements_so_errors_stay_on_theirs():
+    p = Program([leaf("x", [1.0, 2.0], [2]),
+                 S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 S("inplace", target="x", args=[1.0], params={"fn": "add_"}),   # a leaf: raises
+                 S("call", out="z", args=["y", 3.0], params={"fn": "mul"}),
+                 S("call", out="l", args=["z"], params={"fn": "sum", "kw": {"dim": None}}),
+                 S("backward", target="l"), obs("x", "grad")])
+    o = execute(p, oracle())
+    assert [ev.status for ev in o.events] == ["ok", "ok", "error", "ok", "ok", "ok", "ok"]
+    engine = RefusesUnitsWithAnInPlaceWrite()
+    trace = execute(p, engine)
+    assert compare(p, o, trace) == []
+    assert [ev.segment for ev in trace.events] == ["0-5"] * 6 + ["6-6"]
+    engine.says = False         # the unit failed as a whole: every statement of it errs
+    trace = execute(p, engine)
+    assert [ev.status for ev in trace.events] == ["error"] * 6 + ["skipped"]   # x is dead
