@@ -26,8 +26,10 @@ from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
 from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
+from ..spec.capabilities import closure, lacked_ops, normal
 from . import errors, indices
 from .higher import observe_recorded_grads
+from .lacks import honoured, redrawn, view_shared
 from .modules import module_zero_grad
 from .order import blocked_clauses, draw_functions, statement_draw
 from .passes import BackwardPasses
@@ -57,7 +59,9 @@ class Gen(BackwardPasses):
                              f"{', '.join(map(str, VOCABULARIES))})")
         self.ch = ch
         self.vocabulary = vocabulary
-        self.caps = frozenset(c for c in caps if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
+        self.caps = closure(c for c in caps if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
+        self.lacked = lacked_ops(self.caps)     # spec/capabilities.py, gen/lacks.py
+        self.copy_views = "view_ops" in self.caps and "views" not in self.caps
         self.call_fns, self.inplace_fns = _op_draws(vocabulary, self.caps)
         self.smooth_inplace_fns = tuple((f, w) for f, w in self.inplace_fns
                                         if not ops.ROWS[f].jumps)
@@ -241,7 +245,11 @@ class Gen(BackwardPasses):
         return indices.draw_index(self, a, wide)
 
     def inplace_ok(self, t: T) -> bool:
-        return model.inplace_ok(t, self.grad_enabled)
+        return model.inplace_ok(t, self.grad_enabled) and not self.view_shared(t)
+
+    def view_shared(self, t: T) -> bool:
+        """Views copy (view_ops alone) and a view op reached t's memory (gen/lacks.py)."""
+        return self.copy_views and view_shared(self.tensors.values(), t)
 
     def apart(self, t: T) -> Callable[[T], bool]:
         """Whether a tensor is an operand an in-place write of t may read: not one with t's
@@ -340,7 +348,7 @@ class Gen(BackwardPasses):
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).
         return Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
-                                       "capabilities": sorted(self.caps),
+                                       "capabilities": sorted(normal(self.caps)),
                                        "expect": self._expected(self.out, "")})
 
     def _expected(self, stmts: list[Stmt], prefix: str) -> dict[str, str]:
@@ -359,8 +367,7 @@ class Gen(BackwardPasses):
 @functools.cache
 def _op_draws(vocabulary: int, caps: frozenset[str]
               ) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary and the
-    capabilities."""
+    """(call ops, in-place ops) with their weights, in draw order, for a vocabulary and caps."""
     return (tuple(ops.weights("call", vocabulary, caps)),
             tuple(ops.weights("inplace", vocabulary, caps)))
 
@@ -376,7 +383,8 @@ def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,
 def program_for_seed(seed: int, capabilities: Iterable[str] | None = None,
                      size: int = 20, vocabulary: int = GENERATOR_VERSION) -> Program:
     """The program `gradspec run` draws for a seed: deterministic across runs and machines."""
-    prog = generate(RandomChooser(seed), capabilities, size, vocabulary)
+    prog = redrawn(lambda s: generate(RandomChooser(s), capabilities, size, vocabulary),
+                   seed, capabilities or ())
     prog.seed = seed
     return prog
 
@@ -389,4 +397,4 @@ def programs(capabilities: Iterable[str] | None = None, size: int = 20,
     @st.composite
     def draw_program(draw):
         return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
-    return draw_program()
+    return honoured(draw_program(), capabilities or ())     # gen/lacks.py
