@@ -23,6 +23,7 @@ _SETTINGS: dict[str, dict[str, Any]] = {
 }
 # the capability a statement of each kind needs besides the row's own `needs`
 _KIND_NEEDS = {"call": "core", "view": "view_ops", "inplace": "inplace"}
+OP_KINDS = tuple(_KIND_NEEDS)       # the statement kinds whose params.fn is an op
 
 
 def _leaf(out: str, values: list[float], rg: bool = True) -> Stmt:

@@ -31,7 +31,7 @@ from ..spec.reader import CAPABILITIES
 from .compare import compare
 from .conditioning import Relief
 from .executor import execute
-from .op_probes import PREFIX, op_program, probed_ops
+from .op_probes import OP_KINDS, PREFIX, op_program, probed_ops
 from .probe_programs import PROBES, X  # noqa: F401  (X: conformance.capabilities re-exports it)
 
 
@@ -222,6 +222,11 @@ def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
     if not declared(oracle, capability):
         return ProbeResult(capability, is_declared, None, f"the oracle {oracle.name} lacks it")
     program = probe_program(capability)
+    lacked = sorted({s.params.get("fn") for _, s in program.walk() if s.op in OP_KINDS}
+                    & set(getattr(engine, "lacks_ops", None) or ()))
+    if lacked and not capability.startswith(PREFIX):    # the op probes check the others
+        return ProbeResult(capability, is_declared, None,
+                           f"the probe names ops the engine lacks: {', '.join(lacked)}")
     o, e = execute(program, oracle), execute(program, engine)
     if any(ev.status == "error" and ev.error == "OTHER" for ev in o.events):
         bad = next(ev for ev in o.events if ev.error == "OTHER")

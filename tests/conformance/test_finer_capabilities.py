@@ -4,10 +4,11 @@ of the comparison for graph structure alone, and the probes that catch a lying d
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
 
 from conformance.engines import EngineError, capabilities_of, load_engine
 from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
-from conformance.gen.core import program_for_seed
+from conformance.gen.core import program_for_seed, programs
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.probes import probe, probe_names
@@ -267,3 +268,36 @@ def test_graph_structure_probe_passes_other_names_that_grad_fn_refuses():
     assert probe(engine, oracle, "graph_structure").verdict == "ok"
     assert probe(engine, oracle, "grad_fn").verdict == "ok"     # absent, and it fails
     assert probe(engine, oracle, "grad_fn").works is False
+
+
+def test_a_capability_probe_that_names_a_lacked_op_is_left_to_the_op_probes():
+    engine = _engine("no-where", lacks=frozenset({"where"}))
+    r = probe(engine, load_engine("torch"), "deriv_ops")
+    assert r.works is None and "names ops the engine lacks: where" in r.detail, str(r)
+
+
+def test_a_clause_only_lacked_ops_exercise_is_not_applicable_and_says_why():
+    from conformance.reports.report import clause_rows, set_statuses
+    from conformance.spec.reader import load_spec
+    spec = load_spec()
+    caps = frozenset(ALL_CAPABILITIES) | {"lacks:where"}
+    rows = clause_rows(spec, caps, {"DERIV-8": 3}, {})
+    set_statuses(spec, rows, caps, {}, 10)
+    assert rows["DERIV-6"]["status"] == "n/a"
+    assert rows["DERIV-6"]["reason"] == "exercised only by ops the engine lacks (where)"
+    assert rows["DERIV-8"]["status"] == "pass"      # max and min exercise it too
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(programs(frozenset(ALL_CAPABILITIES) | {"lacks:add", "lacks:mul_", "lacks:view"}, 12))
+def test_hypothesis_programs_never_name_a_lacked_op(p):
+    used = {s.params.get("fn") for _, s in p.walk() if s.op in ("call", "view", "inplace")}
+    assert not used & {"add", "mul_", "view"}
+
+
+def test_the_per_clause_minimum_does_not_hunt_clauses_only_lacked_ops_exercise():
+    from conformance.campaign.coverage import eligible
+    every = eligible(frozenset(ALL_CAPABILITIES))
+    without = eligible(frozenset(ALL_CAPABILITIES) | {"lacks:where", "lacks:double",
+                                                      "lacks:float"})
+    assert set(every) - set(without) == {"DERIV-3", "DERIV-6"}
