@@ -186,4 +186,15 @@ PROBES: dict[str, list[Stmt]] = {
                                      Stmt("grad_enabled"), _see("y", "is_inference")]),
                        _see("x", "is_inference"), _see("y", "is_inference"),
                        _see("y", "version")],   # INFERENCE_VERSION
+    # finer capabilities (conformance/spec/capabilities.py): views' values and gradients, with
+    # no write that would show whether they alias; no_grad alone; a graph's shape, its node
+    # names left out (the probe's program is compared as graph_structure's are)
+    "no_grad": [X, Stmt("mode", params={"mode": "no_grad"},
+                        body=[_call("y", "mul", "x", 2.0), _see("y", "requires_grad")]),
+                _call("z", "mul", "x", 2.0), _see("z", "requires_grad")],
+    "graph_structure": [X, _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False),
+                        _call("y", "mul", "x", "c"), _see("y", "grad_fn"),
+                        _see("y", "next_functions"), _see("x", "grad_fn"),
+                        _call("s", "sum", "y"), _see("s", "next_functions")],
 }
+PROBES["view_ops"] = PROBES["views"]

@@ -42,7 +42,7 @@ class Inplace(Kind):
     def draw(self, g, target=None, fn=None):
         """Draw an in-place op; `target` and `fn` fix the tensor and the op."""
         t = target or g.pick("in-place target", g.inplace_ok)
-        if t is None:
+        if t is None or g.view_shared(t) or fn in g.lacked:     # views copy; a lacked op
             return False
         fn = fn or g.weighted("in-place fn", g.inplace_fns)
         if ops.ROWS[fn].jumps and not t.exact_now():    # see ops.Op.jumps

@@ -43,8 +43,10 @@ from typing import Any
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness, outcome
 from ..judge.executor import VALUED
+from ..lang import ops
 from ..lang.program import Program
 from ..lang.trace import Event, Trace
+from ..spec.capabilities import lacked_ops
 from .classes import class_counts
 from .classes import summary as class_summary
 from .graph import draw_folder
@@ -303,7 +305,8 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
                     "not applicable"
         elif not row["programs"]:
             row["status"] = "n/a"
-            row["reason"] = _why_unexercised(cid, programs, not_generated or {})
+            row["reason"] = _why_unexercised(cid, programs, not_generated or {},
+                                             lacked_ops(capabilities))
         else:
             row["status"] = "pass"
 
@@ -321,7 +324,10 @@ def clause_table(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) -> str:
+def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str],
+                     lacked: frozenset[str] = frozenset()) -> str:
+    if lacked and (by := ops.exercised_by(cid)) and set(by) <= lacked:   # Engine.lacks_ops
+        return f"exercised only by ops the engine lacks ({', '.join(by)})"
     if cid.startswith("UNSPEC-"):
         return "left open by the spec (spec/unspecified.md): never compared"
     if cid in not_generated:

@@ -94,7 +94,9 @@ class ClauseSuite:
         self.profile, self.classes, self.xfails = profile, frozenset(classes), list(xfails)
         self.spec = load_spec()
         self.order = [c.id for c in self.spec.active()]
-        caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+        from conformance.engines import capabilities_of
+        from conformance.spec.capabilities import combine
+        caps = combine(capabilities_of(engine), capabilities_of(oracle))
         self.stream = Stream(seed, caps, profile.size, profile.programs, profile.per_clause)
         self._judged: list[Judged] | None = None
         self.faults = 0
