@@ -238,7 +238,8 @@ class Gen(BackwardPasses):
         return indices.draw_index(self, a, wide)
 
     def inplace_ok(self, t: T) -> bool:
-        return model.inplace_ok(t, self.grad_enabled) and not self.view_shared(t)
+        return model.inplace_ok(t, self.grad_enabled) and not (
+            self.copy_views and view_shared(self.tensors.values(), t))
 
     def view_shared(self, t: T) -> bool:
         """Views copy (view_ops alone) and a view op reached t's memory (gen/lacks.py)."""

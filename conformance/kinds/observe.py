@@ -279,10 +279,11 @@ class Sweep(Kind):
         observing would not leave unspecified (the filters of an observe statement's draw)."""
         items, clauses = [], []
         blocks, caps = self._blocks, g.caps
-        seen = g.made_inference
+        seen, copy_views = g.made_inference, g.copy_views
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                   t.version_unobserved() or g.view_shared(t), t.stale, t.is_float,
+                   t.version_unobserved() or (copy_views and g.view_shared(t)), t.stale,
+                   t.is_float,
                    t.graph_open, seen, t.leaf,
                    observed_state(t))
             block = blocks.get(key)

@@ -20,6 +20,7 @@ either engine cannot run.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 # finer capability -> the coarse one that implies it
@@ -35,6 +36,11 @@ def lacks(ops: Iterable[str]) -> frozenset[str]:
 
 def lacked_ops(caps: Iterable[str]) -> frozenset[str]:
     """The ops a capability set says are lacked."""
+    return _lacked_ops(frozenset(caps))
+
+
+@functools.lru_cache(maxsize=256)   # asked for every program drawn, of a few sets
+def _lacked_ops(caps: frozenset[str]) -> frozenset[str]:
     return frozenset(c[len(LACKS):] for c in caps if c.startswith(LACKS))
 
 
@@ -46,7 +52,11 @@ def closure(caps: Iterable[str]) -> frozenset[str]:
 
 def normal(caps: Iterable[str]) -> frozenset[str]:
     """The capabilities less the finer ones a coarse one present implies (what is recorded)."""
-    caps = frozenset(caps)
+    return _normal(frozenset(caps))
+
+
+@functools.lru_cache(maxsize=256)   # recorded with every program drawn, of a few sets
+def _normal(caps: frozenset[str]) -> frozenset[str]:
     return frozenset(c for c in caps if FINER.get(c) not in caps)
 
 
