@@ -54,7 +54,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..lang.trace import Trace
 from .compiled import CAPABILITIES as REGION_CAPABILITIES
-from .compiled_segments import RECOMPILE_LIMIT, SegmentCompiledTorch
+from .compiled_segments import RECOMPILE_LIMIT, SegmentCompiledTorch, built
 
 # the segment engines' capabilities, and what a training step needs of them
 CAPABILITIES = REGION_CAPABILITIES | {"grad_tensor", "nn_module"}
@@ -245,16 +245,7 @@ class _captured:
         log.propagate, log.handlers = self.was[1], self.was[2]
 
 
-def _factory(cls: type, name: str, device: str) -> Any:
-    from . import EngineError
-    try:
-        import torch
-        import torch._dynamo  # noqa: F401
-    except Exception as exc:
-        raise EngineError(f"engine {name!r}: cannot import torch._dynamo: {exc}") from None
-    if device == "cuda" and not torch.cuda.is_available():
-        raise EngineError(f"engine {name!r} on cuda: CUDA is not available")
-    return cls(name, device)
+_factory = built        # compiled_segments.py: torch._dynamo and the device checked
 
 
 def train_eager_engine(device: str = "cpu") -> StepCompiledTorch:
