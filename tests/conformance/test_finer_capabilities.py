@@ -129,10 +129,23 @@ def test_no_grad_alone_draws_only_plain_no_grad_blocks():
     assert blocks >= 30, blocks
 
 
+def _grad_enabled(stmts: dict[str, Stmt], path: str) -> bool:
+    """Grad mode at the statement at path: that of the innermost grad-mode block around it."""
+    parts = path.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        s = stmts[".".join(parts[:depth])]
+        if s.op == "mode":
+            mode = s.params["mode"]
+            return mode == "enable_grad" or (mode == "set_grad_enabled" and s.params["enabled"])
+    return True
+
+
 def _aliasing_shown(program: Program) -> list[str]:
     """Statements that would show whether views alias: a write to anything that shares memory
     with a view (through view ops, detach() or .data), `version` of it, a view of a bound
-    .grad, `_base`, detach_() of a view; statements the generator expects to raise aside."""
+    .grad, `_base`, detach_() of a view, a view made with grad mode off (torch's says the
+    base's requires_grad, MODE-9, and requires_grad_(False) on it raises, LEAF-11);
+    statements the generator expects to raise aside."""
     parent: dict[str, str] = {}
 
     def root(n: str) -> str:
@@ -141,8 +154,11 @@ def _aliasing_shown(program: Program) -> list[str]:
         return n
     viewed, views, grads, found = set(), set(), set(), []
     expect = program.meta.get("expect", {})
-    for path, s in program.walk():
+    stmts = dict(program.walk())
+    for path, s in stmts.items():
         shared = {root(v) for v in viewed}
+        if s.op in VIEW_KINDS and not _grad_enabled(stmts, path):
+            found.append(f"{path}: a view made with grad mode off")
         if s.op in VIEW_KINDS:
             outs = s.params.get("outs") or [s.out]
             views.update(outs)
