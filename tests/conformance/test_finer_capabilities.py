@@ -12,9 +12,12 @@ from conformance.gen.core import program_for_seed, programs
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.probes import probe, probe_names
+from conformance.judge.verdict import attribute
 from conformance.lang import ops
 from conformance.lang.program import Program, Stmt
-from conformance.spec.capabilities import combine
+from conformance.reports.report import clause_rows, set_statuses
+from conformance.spec.capabilities import closure, combine
+from conformance.spec.reader import load_spec
 
 MOD = "tests.conformance.test_finer_capabilities"
 SEEDS = range(300)
@@ -250,6 +253,24 @@ def test_graph_structure_alone_compares_no_node_names(cls, caps, diverges):
     engine = _engine("renamed", cls=cls)
     found = compare(program, execute(program, oracle), execute(program, engine))
     assert bool(found) == diverges, found
+
+
+@pytest.mark.parametrize("caps", [["core", "graph_structure"], ["core", "grad_fn"]])
+def test_a_structure_divergence_names_a_clause_the_engine_is_judged_on(caps):
+    """next_functions without the None of an input that needs no grad: the clause named is one
+    whose requires the capabilities cover (graph_structure, or grad_fn that implies it), and
+    the clause table counts it as diverging, not n/a."""
+    program = _graph_program(caps)
+    oracle = execute(program, load_engine("torch"))
+    engine = execute(program, _engine("unpatterned", cls=Unpatterned))
+    primaries = {d.primary for d in attribute(program, oracle, engine,
+                                              compare(program, oracle, engine))}
+    spec = load_spec()
+    assert primaries and all(set(spec.clauses[c].requires) <= closure(caps) for c in primaries)
+    rows = clause_rows(spec, frozenset(caps), {}, {c: 1 for c in primaries})
+    set_statuses(spec, rows, frozenset(caps), {}, 1)
+    assert {rows[c]["status"] for c in primaries} == {"diverges"}, rows
+    assert all("reason" not in rows[c] for c in primaries), rows
 
 
 # ---- probes of lying declarations ----------------------------------------------------------
