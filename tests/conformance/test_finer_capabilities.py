@@ -112,6 +112,26 @@ def test_lacked_ops_are_never_drawn(lacked):
     assert all(named.values()), named      # the same seeds name each when nothing is lacked
 
 
+def _lacking(pred) -> frozenset[str]:
+    return frozenset(r.name for r in ops.OPS if pred(r))
+
+
+@pytest.mark.parametrize("lacked", [
+    _lacking(lambda r: r.kind == "inplace"),
+    _lacking(lambda r: r.kind == "inplace" and not r.arity and r.name != "zero_"),
+    _lacking(lambda r: r.kind in ("call", "inplace") and not r.arity),
+    _lacking(lambda r: r.name not in ("sum", "mul")),
+], ids=["all-in-place", "unary-in-place-but-zero_", "all-unary", "all-but-sum-mul"])
+def test_a_draw_whose_every_op_is_lacked_draws_something_else(lacked):
+    """Where every op a draw could name is lacked the draw gives way (or the program is drawn
+    again), never an error: a few hundred seeds, each a program naming none of them."""
+    caps = frozenset(ALL_CAPABILITIES) | {f"lacks:{op}" for op in lacked}
+    for seed in SEEDS:
+        p = program_for_seed(seed, caps, 20)
+        used = {s.params.get("fn") for _, s in p.walk() if s.op in ("call", "view", "inplace")}
+        assert not used & lacked, (seed, used & lacked)
+
+
 def test_lacked_ops_leave_the_op_tables_before_any_redraw():
     caps = frozenset(ALL_CAPABILITIES) | {"lacks:add_", "lacks:exp"}
     assert "add_" not in dict(ops.weights("inplace", 22, caps))
