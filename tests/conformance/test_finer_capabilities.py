@@ -314,6 +314,32 @@ def test_an_op_not_declared_lacking_that_fails_is_reported():
     assert r.verdict == "declared but fails" and "NotImplementedError" in r.detail, str(r)
 
 
+class CopyingViews(TorchLike):
+    """torch whose view ops copy: right values and gradients, no aliasing."""
+
+    def view(self, target, fn, kw):
+        return super().view(target, fn, kw).clone()
+
+    def getitem(self, target, index):
+        return super().getitem(target, index).clone()
+
+
+COPYING = (set(ALL_CAPABILITIES) - {"views", "view_base"}) | {"view_ops"}
+
+
+def test_views_that_copy_fail_the_views_probe_and_pass_the_view_ops_one():
+    engine, oracle = _engine("copying", COPYING, cls=CopyingViews), load_engine("torch")
+    assert probe(engine, oracle, "views").verdict == "ok"      # declared absent, and fails
+    assert probe(engine, oracle, "view_ops").verdict == "ok"   # declared, and works
+    assert probe(load_engine("torch"), oracle, "views").verdict == "ok"
+
+
+def test_detaching_a_view_in_place_is_unprobed_without_views():
+    engine = _engine("copying", COPYING - {"detach_inplace"}, cls=CopyingViews)
+    r = probe(engine, load_engine("torch"), "detach_inplace")
+    assert r.verdict == "unprobed" and "views" in r.detail, str(r)
+
+
 def test_ops_are_probed_only_for_engines_that_declare_lacking_some():
     assert not [n for n in probe_names(load_engine("torch")) if n.startswith("op:")]
 
