@@ -180,6 +180,8 @@ class HypothesisChooser:
 
     def weighted(self, label: str, options: Sequence[tuple[T, int]]) -> T:
         # 0 maps to options[0] whatever its weight, so shrinking can always reach it.
+        if not options:
+            raise NoOptions(f"no options for {label!r}")
         total = sum(w for _, w in options)
 
         def pick(r: int) -> T:

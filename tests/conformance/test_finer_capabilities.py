@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from conformance.engines import EngineError, capabilities_of, load_engine
 from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
 from conformance.gen.core import program_for_seed, programs
+from conformance.gen.lacks import ops_used
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.probes import probe, probe_names
@@ -130,6 +131,13 @@ def test_a_draw_whose_every_op_is_lacked_draws_something_else(lacked):
         p = program_for_seed(seed, caps, 20)
         used = {s.params.get("fn") for _, s in p.walk() if s.op in ("call", "view", "inplace")}
         assert not used & lacked, (seed, used & lacked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(frozenset(ALL_CAPABILITIES) | {f"lacks:{op}" for op in _lacking(
+    lambda r: r.name not in ("sum", "mul"))}))
+def test_hypothesis_draws_for_an_engine_lacking_most_ops_name_none(p):
+    assert ops_used(p) <= {"sum", "mul", None}, ops_used(p)
 
 
 def test_lacked_ops_leave_the_op_tables_before_any_redraw():
