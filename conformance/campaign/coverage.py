@@ -44,9 +44,9 @@ def eligible(caps: frozenset[str]) -> list[str]:
     not one that only ops the engine lacks exercise (`lacks:<op>`)."""
     from ..generate import NOT_GENERATED
     from ..lang.ops import exercised_by
-    from ..spec.capabilities import lacked_ops
+    from ..spec.capabilities import closure, lacked_ops
     from ..spec.reader import load_spec
-    lacked = lacked_ops(caps)
+    lacked, caps = lacked_ops(caps), closure(caps)
     return [c.id for c in load_spec().active()
             if not c.id.startswith("UNSPEC-") and c.id not in NOT_GENERATED
             and caps.issuperset(c.requires)

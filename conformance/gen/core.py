@@ -31,7 +31,7 @@ from .lacks import honoured, redrawn, view_shared
 from .modules import module_zero_grad
 from .order import draw_functions, draw_tables
 from .passes import BackwardPasses
-from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
+from .strategies import Chooser, HypothesisChooser, NoOptions, RandomChooser, draws
 from .vocabulary import (  # noqa: F401  (their home; imported from here too)
     ALL_CAPABILITIES,
     CAPABILITY_SINCE,
@@ -378,9 +378,13 @@ def program_for_seed(seed: int, capabilities: Iterable[str] | None = None,
 def programs(capabilities: Iterable[str] | None = None, size: int = 20,
              vocabulary: int = GENERATOR_VERSION):
     """A Hypothesis strategy for programs (the fast, unlabelled way to draw them)."""
+    from hypothesis import reject
     from hypothesis import strategies as st
 
     @st.composite
     def draw_program(draw):
-        return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
+        try:
+            return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
+        except NoOptions:   # every op a draw could name is lacked (gen/lacks.py): another
+            reject()
     return honoured(draw_program(), capabilities or ())     # gen/lacks.py

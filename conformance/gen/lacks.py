@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from ..lang.program import Program
 from ..model import T
 from ..spec.capabilities import lacked_ops
+from .strategies import NoOptions
 
 # the statement kinds whose params.fn is a row of the op table
 OP_KINDS = ("call", "view", "inplace")
@@ -34,16 +35,19 @@ def ops_used(program: Program) -> set[str]:
 
 
 def redrawn(draw: Callable[[int], Program], seed: int, caps: Iterable[str]) -> Program:
-    """draw(seed), or where it names an op the capabilities lack, the first of
-    draw(seed + k * 2**48), k = 1, 2, ... that names none; ValueError after REDRAWS."""
-    program = draw(seed)
+    """draw(seed), or where it names an op the capabilities lack, or a draw found every op
+    it could name lacked (NoOptions), the first of draw(seed + k * 2**48), k = 1, 2, ... that
+    names none; ValueError after REDRAWS."""
     lacked = lacked_ops(caps)
     if not lacked:
-        return program
-    for k in range(1, REDRAWS + 1):
+        return draw(seed)
+    for k in range(REDRAWS + 1):
+        try:
+            program = draw(seed + k * _STRIDE)
+        except NoOptions:
+            continue
         if not ops_used(program) & lacked:
             return program
-        program = draw(seed + k * _STRIDE)
     raise ValueError(f"no program without the lacked ops {', '.join(sorted(lacked))} in "
                      f"{REDRAWS} draws of seed {seed}")
 

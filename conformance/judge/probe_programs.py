@@ -197,4 +197,12 @@ PROBES: dict[str, list[Stmt]] = {
                         _see("y", "next_functions"), _see("x", "grad_fn"),
                         _call("s", "sum", "y"), _see("s", "next_functions")],
 }
-PROBES["view_ops"] = PROBES["views"]
+PROBES["view_ops"] = list(PROBES["views"])     # values and gradients: copies pass too
+# views that alias (VIEW-2): a write to the base seen through a view taken before it; appended
+# to the views probe where engine and oracle write in place (probes.py, probe_program)
+ALIASING: list[Stmt] = [
+    _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False),
+    Stmt("view", out="cv", target="c", params={"fn": "view", "kw": {"shape": [2, 2]}}),
+    Stmt("inplace", target="c", args=[1.0], params={"fn": "add_"}), _see("cv", "value")]
+# probes that take a view that aliases (detach_() of a view, VIEW-8): unprobed without views
+NEED_VIEWS = ("detach_inplace",)

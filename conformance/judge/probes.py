@@ -32,7 +32,12 @@ from .compare import compare
 from .conditioning import Relief
 from .executor import execute
 from .op_probes import OP_KINDS, PREFIX, op_program, probed_ops
-from .probe_programs import PROBES, X  # noqa: F401  (X: conformance.capabilities re-exports it)
+from .probe_programs import (  # noqa: F401  (X: conformance.capabilities re-exports it)
+    ALIASING,
+    NEED_VIEWS,
+    PROBES,
+    X,
+)
 
 
 def _node_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
@@ -163,12 +168,15 @@ MODULE_PROBES = {"node_hooks": _node_hooks_via_module,
                  "saved_tensors_hooks": _saved_tensors_hooks_via_module}
 
 
-def probe_program(capability: str) -> Program:
+def probe_program(capability: str, inplace: bool = False) -> Program:
+    """The probe's program; `inplace` (engine and oracle write in place): the views probe also
+    writes a base and looks through its view, which views that copy fail."""
     if capability.startswith(PREFIX):       # one op of the op table (op_probes.py)
         return op_program(capability[len(PREFIX):])
     # graph_structure: compared without node names, as its programs are (structure.py)
     meta = {"capabilities": ["core", capability]} if capability == "graph_structure" else {}
-    return Program([Stmt.from_json(s.to_json()) for s in PROBES[capability]],
+    stmts = PROBES[capability] + (ALIASING if capability == "views" and inplace else [])
+    return Program([Stmt.from_json(s.to_json()) for s in stmts],
                    meta={"probe": capability, **meta})
 
 
@@ -221,7 +229,11 @@ def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
         return ProbeResult(capability, is_declared, None, "no probe for this capability")
     if not declared(oracle, capability):
         return ProbeResult(capability, is_declared, None, f"the oracle {oracle.name} lacks it")
-    program = probe_program(capability)
+    if capability in NEED_VIEWS and not declared(engine, "views"):
+        return ProbeResult(capability, is_declared, None, "the probe takes a view that aliases "
+                           "its base, and the engine does not declare views")
+    program = probe_program(capability, declared(engine, "inplace") and
+                            declared(oracle, "inplace"))
     lacked = sorted({s.params.get("fn") for _, s in program.walk() if s.op in OP_KINDS}
                     & set(getattr(engine, "lacks_ops", None) or ()))
     if lacked and not capability.startswith(PREFIX):    # the op probes check the others

@@ -12,5 +12,8 @@ _WRITTEN_BY_PASSES = ("held_grad", "assigned_grad")
 
 def viewable(g: Any, t: Any) -> bool:
     """Whether a view of t may be drawn: anywhere views alias; where they copy, not of a
-    tensor some `.grad` holds."""
-    return not (g.copy_views and t.origin in _WRITTEN_BY_PASSES)
+    tensor some `.grad` holds, nor with grad mode off (torch's view of a tensor that requires
+    grad says it requires grad only because it aliases it, MODE-9, and refuses
+    requires_grad_(False), LEAF-11: a copy made there is a constant)."""
+    return not (g.copy_views and (t.origin in _WRITTEN_BY_PASSES or not g.grad_enabled
+                                  or g.inference))

@@ -9,12 +9,16 @@ from hypothesis import given, settings
 from conformance.engines import EngineError, capabilities_of, load_engine
 from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
 from conformance.gen.core import program_for_seed, programs
+from conformance.gen.lacks import ops_used
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.probes import probe, probe_names
+from conformance.judge.verdict import attribute
 from conformance.lang import ops
 from conformance.lang.program import Program, Stmt
-from conformance.spec.capabilities import combine
+from conformance.reports.report import clause_rows, set_statuses
+from conformance.spec.capabilities import closure, combine
+from conformance.spec.reader import load_spec
 
 MOD = "tests.conformance.test_finer_capabilities"
 SEEDS = range(300)
@@ -109,6 +113,33 @@ def test_lacked_ops_are_never_drawn(lacked):
     assert all(named.values()), named      # the same seeds name each when nothing is lacked
 
 
+def _lacking(pred) -> frozenset[str]:
+    return frozenset(r.name for r in ops.OPS if pred(r))
+
+
+@pytest.mark.parametrize("lacked", [
+    _lacking(lambda r: r.kind == "inplace"),
+    _lacking(lambda r: r.kind == "inplace" and not r.arity and r.name != "zero_"),
+    _lacking(lambda r: r.kind in ("call", "inplace") and not r.arity),
+    _lacking(lambda r: r.name not in ("sum", "mul")),
+], ids=["all-in-place", "unary-in-place-but-zero_", "all-unary", "all-but-sum-mul"])
+def test_a_draw_whose_every_op_is_lacked_draws_something_else(lacked):
+    """Where every op a draw could name is lacked the draw gives way (or the program is drawn
+    again), never an error: a few hundred seeds, each a program naming none of them."""
+    caps = frozenset(ALL_CAPABILITIES) | {f"lacks:{op}" for op in lacked}
+    for seed in SEEDS:
+        p = program_for_seed(seed, caps, 20)
+        used = {s.params.get("fn") for _, s in p.walk() if s.op in ("call", "view", "inplace")}
+        assert not used & lacked, (seed, used & lacked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(frozenset(ALL_CAPABILITIES) | {f"lacks:{op}" for op in _lacking(
+    lambda r: r.name not in ("sum", "mul"))}))
+def test_hypothesis_draws_for_an_engine_lacking_most_ops_name_none(p):
+    assert ops_used(p) <= {"sum", "mul", None}, ops_used(p)
+
+
 def test_lacked_ops_leave_the_op_tables_before_any_redraw():
     caps = frozenset(ALL_CAPABILITIES) | {"lacks:add_", "lacks:exp"}
     assert "add_" not in dict(ops.weights("inplace", 22, caps))
@@ -129,10 +160,23 @@ def test_no_grad_alone_draws_only_plain_no_grad_blocks():
     assert blocks >= 30, blocks
 
 
+def _grad_enabled(stmts: dict[str, Stmt], path: str) -> bool:
+    """Grad mode at the statement at path: that of the innermost grad-mode block around it."""
+    parts = path.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        s = stmts[".".join(parts[:depth])]
+        if s.op == "mode":
+            mode = s.params["mode"]
+            return mode == "enable_grad" or (mode == "set_grad_enabled" and s.params["enabled"])
+    return True
+
+
 def _aliasing_shown(program: Program) -> list[str]:
     """Statements that would show whether views alias: a write to anything that shares memory
     with a view (through view ops, detach() or .data), `version` of it, a view of a bound
-    .grad, `_base`, detach_() of a view; statements the generator expects to raise aside."""
+    .grad, `_base`, detach_() of a view, a view made with grad mode off (torch's says the
+    base's requires_grad, MODE-9, and requires_grad_(False) on it raises, LEAF-11);
+    statements the generator expects to raise aside."""
     parent: dict[str, str] = {}
 
     def root(n: str) -> str:
@@ -141,8 +185,11 @@ def _aliasing_shown(program: Program) -> list[str]:
         return n
     viewed, views, grads, found = set(), set(), set(), []
     expect = program.meta.get("expect", {})
-    for path, s in program.walk():
+    stmts = dict(program.walk())
+    for path, s in stmts.items():
         shared = {root(v) for v in viewed}
+        if s.op in VIEW_KINDS and not _grad_enabled(stmts, path):
+            found.append(f"{path}: a view made with grad mode off")
         if s.op in VIEW_KINDS:
             outs = s.params.get("outs") or [s.out]
             views.update(outs)
@@ -236,6 +283,24 @@ def test_graph_structure_alone_compares_no_node_names(cls, caps, diverges):
     assert bool(found) == diverges, found
 
 
+@pytest.mark.parametrize("caps", [["core", "graph_structure"], ["core", "grad_fn"]])
+def test_a_structure_divergence_names_a_clause_the_engine_is_judged_on(caps):
+    """next_functions without the None of an input that needs no grad: the clause named is one
+    whose requires the capabilities cover (graph_structure, or grad_fn that implies it), and
+    the clause table counts it as diverging, not n/a."""
+    program = _graph_program(caps)
+    oracle = execute(program, load_engine("torch"))
+    engine = execute(program, _engine("unpatterned", cls=Unpatterned))
+    primaries = {d.primary for d in attribute(program, oracle, engine,
+                                              compare(program, oracle, engine))}
+    spec = load_spec()
+    assert primaries and all(set(spec.clauses[c].requires) <= closure(caps) for c in primaries)
+    rows = clause_rows(spec, frozenset(caps), {}, {c: 1 for c in primaries})
+    set_statuses(spec, rows, frozenset(caps), {}, 1)
+    assert {rows[c]["status"] for c in primaries} == {"diverges"}, rows
+    assert all("reason" not in rows[c] for c in primaries), rows
+
+
 # ---- probes of lying declarations ----------------------------------------------------------
 class NoExp(TorchLike):
     def call(self, fn, args, kw):
@@ -255,6 +320,32 @@ def test_an_op_not_declared_lacking_that_fails_is_reported():
     assert "op:exp" in names and "op:fill_" in names
     r = probe(engine, load_engine("torch"), "op:exp")
     assert r.verdict == "declared but fails" and "NotImplementedError" in r.detail, str(r)
+
+
+class CopyingViews(TorchLike):
+    """torch whose view ops copy: right values and gradients, no aliasing."""
+
+    def view(self, target, fn, kw):
+        return super().view(target, fn, kw).clone()
+
+    def getitem(self, target, index):
+        return super().getitem(target, index).clone()
+
+
+COPYING = (set(ALL_CAPABILITIES) - {"views", "view_base"}) | {"view_ops"}
+
+
+def test_views_that_copy_fail_the_views_probe_and_pass_the_view_ops_one():
+    engine, oracle = _engine("copying", COPYING, cls=CopyingViews), load_engine("torch")
+    assert probe(engine, oracle, "views").verdict == "ok"      # declared absent, and fails
+    assert probe(engine, oracle, "view_ops").verdict == "ok"   # declared, and works
+    assert probe(load_engine("torch"), oracle, "views").verdict == "ok"
+
+
+def test_detaching_a_view_in_place_is_unprobed_without_views():
+    engine = _engine("copying", COPYING - {"detach_inplace"}, cls=CopyingViews)
+    r = probe(engine, load_engine("torch"), "detach_inplace")
+    assert r.verdict == "unprobed" and "views" in r.detail, str(r)
 
 
 def test_ops_are_probed_only_for_engines_that_declare_lacking_some():
