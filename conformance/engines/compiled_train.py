@@ -245,31 +245,28 @@ class _captured:
         log.propagate, log.handlers = self.was[1], self.was[2]
 
 
-_factory = built        # compiled_segments.py: torch._dynamo and the device checked
-
-
 def train_eager_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-eager", device)
+    return built(StepCompiledTorch, "torch-compile-train-eager", device)
 
 
 def train_aot_eager_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-aot-eager", device)
+    return built(StepCompiledTorch, "torch-compile-train-aot-eager", device)
 
 
 def train_inductor_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-inductor", device)
+    return built(StepCompiledTorch, "torch-compile-train-inductor", device)
 
 
 def dynamic_eager_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-eager", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-eager", device)
 
 
 def dynamic_aot_eager_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-aot-eager", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-aot-eager", device)
 
 
 def dynamic_inductor_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-inductor", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-inductor", device)
 
 
 __all__ = ["CAPABILITIES", "DYNAMIC", "TRAIN", "DynamicWarmTorch", "StepCompiledTorch",

@@ -283,9 +283,7 @@ class Sweep(Kind):
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
                    t.version_unobserved() or (copy_views and g.view_shared(t)), t.stale,
-                   t.is_float,
-                   t.graph_open, seen, t.leaf,
-                   observed_state(t))
+                   t.is_float, t.graph_open, seen, t.leaf, observed_state(t))
             block = blocks.get(key)
             if block is None:
                 block = blocks[key] = self._block(g, key)
