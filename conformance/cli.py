@@ -248,6 +248,8 @@ def _cmd_engines(args: argparse.Namespace) -> int:
         print(f"{'':<14} capabilities: {', '.join(r['capabilities'])}")
         if r.get("lacks"):
             print(f"{'':<14} lacks: {', '.join(r['lacks'])}")
+        if r.get("lacks_ops"):
+            print(f"{'':<14} lacks ops: {', '.join(r['lacks_ops'])}")
         for c in r.get("probes", []):
             if c["verdict"] != "ok":
                 print(f"{'':<14} probe {c['capability']}: {c['verdict']}: {c['detail']}")

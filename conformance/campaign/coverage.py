@@ -40,12 +40,17 @@ def default_per_clause(count: int, own_source: bool = False) -> int:
 
 
 def eligible(caps: frozenset[str]) -> list[str]:
-    """The clauses a generated program can exercise under the capabilities, in spec order."""
+    """The clauses a generated program can exercise under the capabilities, in spec order:
+    not one that only ops the engine lacks exercise (`lacks:<op>`)."""
     from ..generate import NOT_GENERATED
+    from ..lang.ops import exercised_by
+    from ..spec.capabilities import closure, lacked_ops
     from ..spec.reader import load_spec
+    lacked, caps = lacked_ops(caps), closure(caps)
     return [c.id for c in load_spec().active()
             if not c.id.startswith("UNSPEC-") and c.id not in NOT_GENERATED
-            and caps.issuperset(c.requires)]
+            and caps.issuperset(c.requires)
+            and not (lacked and (by := exercised_by(c.id)) and set(by) <= lacked)]
 
 
 @dataclass

@@ -109,7 +109,8 @@ def probe_isolated(engine_spec: str, oracle_spec: str, device: str, timeout: flo
     except PoolError as exc:
         raise EngineError(str(exc)) from None
     from ..engines import load_engine
-    declared = load_engine(engine_spec, device).capabilities
+    from ..judge.probes import declared
+    engine = load_engine(engine_spec, device)
     results = []
     for cap, r in zip(capabilities, out, strict=True):
         if "probe" in r:
@@ -117,7 +118,7 @@ def probe_isolated(engine_spec: str, oracle_spec: str, device: str, timeout: flo
             continue
         works = None if r.get("who") == "the oracle" or "failed" not in r else False
         detail = r.get("failed") or (r.get("internal") or "no result").strip().splitlines()[-1]
-        is_declared = cap in declared
+        is_declared = declared(engine, cap)
         verdict = "unprobed" if works is None else (
             "ok" if works == is_declared else
             "declared but fails" if is_declared else "declared absent but works")

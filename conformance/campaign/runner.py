@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engines import EngineError, load_engine
+from ..engines import EngineError, capabilities_of, load_engine
+from ..judge.probes import probe_names
 from ..judge.verdict import group
 from ..judge.xfail import Xfail
 from ..judge.xfail import stale as stale_xfails
@@ -40,7 +41,8 @@ from ..reports.report import (
     newer_clauses,
     set_statuses,
 )
-from ..spec.reader import CAPABILITIES, load_spec
+from ..spec.capabilities import combine
+from ..spec.reader import load_spec
 from . import worker
 from .coverage import SCAN, campaign_top_up, eligible
 from .entries import Context, column, fails_run, record, record_oracle_failure, regenerate
@@ -152,7 +154,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     if scheduler:
         from .cluster import check
         check(scheduler)        # one line now, not after the probes
-    caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+    caps = combine(capabilities_of(engine), capabilities_of(oracle))
     claims = engine_claim(engine, classes)
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
     spec = load_spec()
@@ -168,7 +170,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         if probe:
             # all of them (a declared one may fail too), in a worker: a probe may crash it
             report.capability_checks = probe_isolated(engine_spec, oracle_spec, device,
-                                                      timeout, list(CAPABILITIES))
+                                                      timeout, probe_names(engine))
         seeds = program_seeds(seed, count)
         run = functools.partial(_run_part, engine_spec, oracle_spec, device, size, caps, jobs,
                                 timeout, source, shrink, progress, frozenset(claims), scheduler,

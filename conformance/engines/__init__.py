@@ -31,8 +31,10 @@ import signal
 from collections.abc import Callable
 from importlib import metadata
 
+from ..spec.capabilities import closure, normal
 from ..spec.reader import CAPABILITIES
 from .base import Engine, unimplemented
+from .declared import capabilities_of, problem
 
 DEVICES = ("cpu", "cuda")
 GRANULARITIES = ("statement", "segment", "program", "step")
@@ -204,6 +206,9 @@ def _checked(spec: str, engine: object) -> Engine:
     if unknown:     # a typo would silently turn clauses "not applicable"
         raise EngineError(f"engine {spec!r}: unknown capabilities {', '.join(unknown)} (the "
                           f"vocabulary is in spec/README.md)")
+    wrong = problem(engine, frozenset(caps))
+    if wrong:       # a lacked op that is no op, or finer capabilities that contradict
+        raise EngineError(f"engine {spec!r}: {wrong}")
     lacking = unimplemented(engine, frozenset(caps) | {"core"})
     if lacking:     # a declared capability without its methods fails mid-run, every program
         raise EngineError(f"engine {spec!r}: declares capabilities whose methods it does not "
@@ -259,10 +264,13 @@ def list_engines(probe: Callable[[Engine], list[dict]] | None = None,
         if engine is None:
             rows.append({"name": name, "ok": False, "source": where, "error": error})
             continue
-        caps = [c for c in CAPABILITIES if c in engine.capabilities]
+        has = closure(engine.capabilities)
+        caps = [c for c in CAPABILITIES if c in normal(has)]
         row = {"name": name, "ok": True, "source": where, "version": engine.version,
                "devices": devices, "capabilities": caps,
-               "lacks": [c for c in CAPABILITIES if c not in engine.capabilities]}
+               "lacks": [c for c in CAPABILITIES if c not in has]}
+        if getattr(engine, "lacks_ops", None):
+            row["lacks_ops"] = sorted(engine.lacks_ops)
         if probe is not None:
             row["probes"] = probe(engine)
         rows.append(row)
@@ -270,6 +278,5 @@ def list_engines(probe: Callable[[Engine], list[dict]] | None = None,
     return sorted(rows, key=lambda r: (order.get(r["name"], -1), r["name"]))
 
 
-__all__ = ["BUILTINS", "Engine", "EngineError", "builtin_names", "entry_points",
-           "every_engine_name", "list_engines",
-           "load_engine"]
+__all__ = ["BUILTINS", "Engine", "EngineError", "builtin_names", "capabilities_of",
+           "entry_points", "every_engine_name", "list_engines", "load_engine"]

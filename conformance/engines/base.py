@@ -72,6 +72,8 @@ class Engine(ABC):
     capabilities: frozenset[str] = frozenset({"core"})
     granularity: str = "statement"      # "statement" | "segment" | "program" | "step"
     classes: frozenset[str] = frozenset(CLASSES)    # the conformance classes it claims
+    lacks_ops: frozenset[str] = frozenset()     # ops of the op table it cannot run (never
+    #                                             drawn; docs/engines.md, "Finer capabilities")
 
     # ---- construction and ops -------------------------------------------------------------
     @abstractmethod

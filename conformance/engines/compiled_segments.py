@@ -125,7 +125,9 @@ class SegmentCompiledTorch(TorchLike):
         return None     # repros are `gradspec replay ... --engine <this engine's name>`
 
 
-def _factory(name: str, device: str) -> SegmentCompiledTorch:
+def built(cls: type, name: str, device: str) -> SegmentCompiledTorch:
+    """An engine of class cls (SegmentCompiledTorch or a subclass, compiled_train.py) named
+    name on device, or EngineError in one line where torch._dynamo or the device is missing."""
     from . import EngineError
     try:
         import torch
@@ -134,7 +136,11 @@ def _factory(name: str, device: str) -> SegmentCompiledTorch:
         raise EngineError(f"engine {name!r}: cannot import torch._dynamo: {exc}") from None
     if device == "cuda" and not torch.cuda.is_available():
         raise EngineError(f"engine {name!r} on cuda: CUDA is not available")
-    return SegmentCompiledTorch(name, device)
+    return cls(name, device)
+
+
+def _factory(name: str, device: str) -> SegmentCompiledTorch:
+    return built(SegmentCompiledTorch, name, device)
 
 
 def eager_engine(device: str = "cpu") -> SegmentCompiledTorch:

@@ -54,7 +54,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..lang.trace import Trace
 from .compiled import CAPABILITIES as REGION_CAPABILITIES
-from .compiled_segments import RECOMPILE_LIMIT, SegmentCompiledTorch
+from .compiled_segments import RECOMPILE_LIMIT, SegmentCompiledTorch, built
 
 # the segment engines' capabilities, and what a training step needs of them
 CAPABILITIES = REGION_CAPABILITIES | {"grad_tensor", "nn_module"}
@@ -245,40 +245,28 @@ class _captured:
         log.propagate, log.handlers = self.was[1], self.was[2]
 
 
-def _factory(cls: type, name: str, device: str) -> Any:
-    from . import EngineError
-    try:
-        import torch
-        import torch._dynamo  # noqa: F401
-    except Exception as exc:
-        raise EngineError(f"engine {name!r}: cannot import torch._dynamo: {exc}") from None
-    if device == "cuda" and not torch.cuda.is_available():
-        raise EngineError(f"engine {name!r} on cuda: CUDA is not available")
-    return cls(name, device)
-
-
 def train_eager_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-eager", device)
+    return built(StepCompiledTorch, "torch-compile-train-eager", device)
 
 
 def train_aot_eager_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-aot-eager", device)
+    return built(StepCompiledTorch, "torch-compile-train-aot-eager", device)
 
 
 def train_inductor_engine(device: str = "cpu") -> StepCompiledTorch:
-    return _factory(StepCompiledTorch, "torch-compile-train-inductor", device)
+    return built(StepCompiledTorch, "torch-compile-train-inductor", device)
 
 
 def dynamic_eager_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-eager", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-eager", device)
 
 
 def dynamic_aot_eager_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-aot-eager", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-aot-eager", device)
 
 
 def dynamic_inductor_engine(device: str = "cpu") -> DynamicWarmTorch:
-    return _factory(DynamicWarmTorch, "torch-compile-dynamic-inductor", device)
+    return built(DynamicWarmTorch, "torch-compile-dynamic-inductor", device)
 
 
 __all__ = ["CAPABILITIES", "DYNAMIC", "TRAIN", "DynamicWarmTorch", "StepCompiledTorch",

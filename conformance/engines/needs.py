@@ -43,6 +43,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "grad_tensor": ("stride",),     # and get_grad (core's), whose result it binds
     "view_base": ("base",),
     "nn_module": ("parameter", "module_zero_grad"),
+    # finer capabilities (conformance/spec/capabilities.py): what the coarse ones need, in part
+    "view_ops": ("view", "getitem"),
+    "no_grad": ("grad_mode",),      # grad_mode("no_grad") alone
+    "graph_structure": ("grad_fn_name", "next_functions"),    # any names: None or not counts
 }
 # capability -> (method, keyword) pairs: the keywords its statements pass (an adapter whose
 # method predates the keyword, say a TorchLike subclass overriding backward, would fail every

@@ -134,3 +134,20 @@ def thunder_inplace_engine(device: str = "cpu") -> ThunderTorch:
     engine = thunder_engine(device)
     engine.capabilities = CAPABILITIES | {"inplace"}
     return engine
+
+
+# the deriv_ops calls whose op probe fails (`gradspec engines --probe --engine
+# conformance.engines.thunder:thunder_deriv_engine`, every row probed with this set emptied):
+# a backward through floor raises NO_GRAD_FN, round and argmin find no gradient transform,
+# where wants a bool predicate (T2), and regions.py refuses max(dim) / min(dim)'s `.values`
+DERIV_LACKS = frozenset({"floor", "round", "argmin", "where", "max_dim", "min_dim"})
+
+
+def thunder_deriv_engine(device: str = "cpu") -> ThunderTorch:
+    """The registered engine plus `deriv_ops` less DERIV_LACKS (`lacks_ops`): comparisons,
+    casts, sign, max, min and argmax through thunder (`--engine
+    conformance.engines.thunder:thunder_deriv_engine`)."""
+    engine = thunder_engine(device)
+    engine.capabilities = CAPABILITIES | {"deriv_ops"}
+    engine.lacks_ops = DERIV_LACKS
+    return engine

@@ -15,23 +15,23 @@ statement is tagged with the clause IDs it exercises, and only with clauses whos
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import model
 from ..kinds import KINDS
-from ..lang import ops
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
 from ..model import Node, Storage, T
 from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
+from ..spec.capabilities import normal
 from . import errors, indices
 from .higher import observe_recorded_grads
+from .lacks import honoured, redrawn, view_shared
 from .modules import module_zero_grad
-from .order import blocked_clauses, draw_functions, statement_draw
+from .order import draw_functions, draw_tables
 from .passes import BackwardPasses
-from .strategies import Chooser, HypothesisChooser, RandomChooser, draws
+from .strategies import Chooser, HypothesisChooser, NoOptions, RandomChooser, draws
 from .vocabulary import (  # noqa: F401  (their home; imported from here too)
     ALL_CAPABILITIES,
     CAPABILITY_SINCE,
@@ -58,8 +58,9 @@ class Gen(BackwardPasses):
                              f"{', '.join(map(str, VOCABULARIES))})")
         self.ch = ch
         self.vocabulary = vocabulary
-        (self.caps, self.call_fns, self.inplace_fns, self.smooth_inplace_fns, self._blocked,
-         self._statements) = _tables(frozenset(caps), vocabulary)
+        (self.caps, self.lacked, self.copy_views, self.call_fns, self.inplace_fns,
+         self.smooth_inplace_fns, self._blocked, self._statements) = draw_tables(frozenset(caps),
+                                                                                  vocabulary)
         self.size = size
         self.tensors: dict[str, T] = {}
         self.handles: dict[str, tuple[Node, bool]] = {}    # name -> (node, is post hook)
@@ -237,7 +238,12 @@ class Gen(BackwardPasses):
         return indices.draw_index(self, a, wide)
 
     def inplace_ok(self, t: T) -> bool:
-        return model.inplace_ok(t, self.grad_enabled)
+        return model.inplace_ok(t, self.grad_enabled) and not (
+            self.copy_views and view_shared(self.tensors.values(), t))
+
+    def view_shared(self, t: T) -> bool:
+        """Views copy (view_ops alone) and a view op reached t's memory (gen/lacks.py)."""
+        return self.copy_views and view_shared(self.tensors.values(), t)
 
     def apart(self, t: T) -> Callable[[T], bool]:
         """Whether a tensor is an operand an in-place write of t may read: not one with t's
@@ -336,7 +342,7 @@ class Gen(BackwardPasses):
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).
         return Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
-                                       "capabilities": sorted(self.caps),
+                                       "capabilities": sorted(normal(self.caps)),
                                        "expect": self._expected(self.out, "")})
 
     def _expected(self, stmts: list[Stmt], prefix: str) -> dict[str, str]:
@@ -352,21 +358,6 @@ class Gen(BackwardPasses):
         return found
 
 
-@functools.cache
-def _tables(declared: frozenset[str], vocabulary: int) -> tuple[Any, ...]:
-    """What a Gen draws from, the same for every program of the capabilities and vocabulary
-    (worked out once, not per program): the capabilities the vocabulary knows; the call and
-    in-place ops with their weights, in draw order, and the in-place ops without jumps; the
-    clauses the capabilities block; the statement tables (a step at the top, a step in a
-    block inside a block)."""
-    caps = frozenset(c for c in declared if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
-    call_fns = tuple(ops.weights("call", vocabulary, caps))
-    inplace_fns = tuple(ops.weights("inplace", vocabulary, caps))
-    smooth = tuple((f, w) for f, w in inplace_fns if not ops.ROWS[f].jumps)
-    return (caps, call_fns, inplace_fns, smooth, blocked_clauses(caps),
-            (statement_draw(caps, False, vocabulary), statement_draw(caps, True, vocabulary)))
-
-
 def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,
              n_statements: int = 20, vocabulary: int = GENERATOR_VERSION) -> Program:
     """A program of about n_statements statements, using only the given capabilities and
@@ -378,7 +369,8 @@ def generate(chooser: Chooser, capabilities: Iterable[str] | None = None,
 def program_for_seed(seed: int, capabilities: Iterable[str] | None = None,
                      size: int = 20, vocabulary: int = GENERATOR_VERSION) -> Program:
     """The program `gradspec run` draws for a seed: deterministic across runs and machines."""
-    prog = generate(RandomChooser(seed), capabilities, size, vocabulary)
+    prog = redrawn(lambda s: generate(RandomChooser(s), capabilities, size, vocabulary),
+                   seed, capabilities or ())
     prog.seed = seed
     return prog
 
@@ -386,9 +378,13 @@ def program_for_seed(seed: int, capabilities: Iterable[str] | None = None,
 def programs(capabilities: Iterable[str] | None = None, size: int = 20,
              vocabulary: int = GENERATOR_VERSION):
     """A Hypothesis strategy for programs (the fast, unlabelled way to draw them)."""
+    from hypothesis import reject
     from hypothesis import strategies as st
 
     @st.composite
     def draw_program(draw):
-        return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
-    return draw_program()
+        try:
+            return generate(HypothesisChooser(draw), capabilities, size, vocabulary)
+        except NoOptions:   # every op a draw could name is lacked (gen/lacks.py): another
+            reject()
+    return honoured(draw_program(), capabilities or ())     # gen/lacks.py

@@ -105,7 +105,9 @@ def version_mismatch(g: Any) -> bool:
 def _saved_and_written(g: Any, recipe: str) -> T:
     """An op's result whose graph saved a tensor written in place since (the recipes of
     vocabularies before 10): the result."""
-    a = g.rg_tensor("saving op input", (lambda u: u.leaf) if recipe == "saved leaf" else None)
+    # where views copy, not what a view op reached (Gen.view_shared): the write would show it
+    a = g.rg_tensor("saving op input", (lambda u: u.leaf and not g.view_shared(u))
+                    if recipe == "saved leaf" else (lambda u: not g.view_shared(u)))
     if recipe == "saved input" and (a.leaf or (g.vocabulary >= 19 and not g.has("grad_modes")
                                                and model.leaf_rg_view(a))):
         # from vocabulary 19 also for a view of a leaf, which only a no_grad block may write

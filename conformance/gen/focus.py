@@ -228,7 +228,7 @@ def matmul(g: Any) -> bool:
 
 @scenario("a leaf written in place under no_grad", ("grad_modes", "inplace"))
 def leaf_written_under_no_grad(g: Any) -> bool:
-    t = g.rg_tensor("leaf", lambda u: u.leaf)
+    t = g.rg_tensor("leaf", lambda u: u.leaf and not g.view_shared(u))   # views copy: unseen
     errors_backward.write_under_no_grad(g, t)
     return _backward(g, t)
 
@@ -278,8 +278,10 @@ def augmented(g: Any) -> bool:
 
 @scenario("an in-place op that saves its output, then backward", ("inplace",))
 def inplace_saving_output(g: Any) -> bool:
-    y = _nonleaf(g)
     fns = [f for f, _ in g.inplace_fns if f in INPLACE_SAVES_OUTPUT]
+    if not fns:             # every such op lacked
+        return False
+    y = _nonleaf(g)
     g.draw_on("inplace", y, target=y, fn=g.choice("in-place fn", fns))
     return _backward(g, y)
 

@@ -82,6 +82,8 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
     before, running = len(g.out), y.name
     if step == "unary":
         fns = _one_operand(g, y)
+        if not fns:         # every unary op lacked
+            return None
         piecewise = [f for f in fns if f in DOUBLE_10]
         fn = g.choice("double op", piecewise if piecewise and g.boolean(
             "piecewise linear op", 45) else fns)
@@ -90,14 +92,14 @@ def _step(g: Any, y: T, step: str) -> tuple[T, bool | None, str] | None:
     elif step == "square":
         y = KINDS["call"].twice(g, y)
     elif step == "inplace":
-        if not g.inplace_ok(y):
+        if not g.inplace_ok(y) or not _in_place(g, y):    # every such op lacked: none
             return None
         g.draw_on("inplace", y, target=y, fn=g.choice("double in-place op", _in_place(g, y)))
     else:
         if not y.ndim or not g.has("views"):
             return None
         v = KINDS["getitem"].emit(g, y, g.draw_index(y, wide=True))
-        if not g.inplace_ok(v):
+        if not g.inplace_ok(v) or not _in_place(g, v):
             return None
         running = v.name
         g.draw_on("inplace", v, target=v, fn=g.choice("double in-place op", _in_place(g, v)))
@@ -214,7 +216,8 @@ def _write_between(g: Any, y0: T, first: tuple[str, str] | None) -> bool:
     reads it again (DOUBLE-6): whether it wrote."""
     if not (g.vocabulary >= 21 and first is not None and first[0] == "unary"
             and first[1] in READS_INPUT and g.has("inplace", "version_counter")
-            and g.inplace_ok(y0) and g.boolean("write between the passes", 85)):
+            and g.inplace_ok(y0) and g.boolean("write between the passes", 85)
+            and _in_place(g, y0)):
         return False
     g.draw_on("inplace", y0, target=y0, fn=g.choice("double in-place op", _in_place(g, y0)))
     return True

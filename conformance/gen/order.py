@@ -14,8 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..kinds import KINDS, ORDER
+from ..lang import ops
+from ..spec.capabilities import closure, lacked_ops
 from ..spec.reader import load_spec
 from . import errors, focus
+from .vocabulary import CAPABILITY_SINCE
 
 DRAW_ORDER = ("skip", *ORDER, "error", "focus")
 
@@ -63,3 +66,20 @@ def draw_functions() -> dict[str, Callable[[Any], bool]]:
     fns["error"] = errors.draw_error
     fns["focus"] = focus.draw_focus
     return fns
+
+
+@functools.cache
+def draw_tables(declared: frozenset[str], vocabulary: int) -> tuple[Any, ...]:
+    """What a Gen draws from, the same for every program of the capabilities and vocabulary
+    (worked out once, not per program): the capabilities the vocabulary knows, with the finer
+    ones their coarse ones imply (spec/capabilities.py); the ops they lack (gen/lacks.py);
+    whether views copy; the call and in-place ops with their weights, in draw order, and the
+    in-place ops without jumps; the clauses the capabilities block; the statement tables (a
+    step at the top, a step in a block inside a block)."""
+    caps = closure(c for c in declared if CAPABILITY_SINCE.get(c, 1) <= vocabulary)
+    call_fns = tuple(ops.weights("call", vocabulary, caps))
+    inplace_fns = tuple(ops.weights("inplace", vocabulary, caps))
+    smooth = tuple((f, w) for f, w in inplace_fns if not ops.ROWS[f].jumps)
+    return (caps, lacked_ops(caps), "view_ops" in caps and "views" not in caps, call_fns,
+            inplace_fns, smooth, blocked_clauses(caps),
+            (statement_draw(caps, False, vocabulary), statement_draw(caps, True, vocabulary)))

@@ -23,6 +23,11 @@ from typing import Any, Protocol, TypeVar
 T = TypeVar("T")
 
 
+class NoOptions(ValueError):
+    """A draw from an empty table: where an engine lacks ops (gen/lacks.py), every op a draw
+    could name may be lacked; the program is drawn again (`redrawn`)."""
+
+
 class Chooser(Protocol):
     def integer(self, label: str, lo: int, hi: int) -> int:
         """An int in [lo, hi]; shrinks towards lo."""
@@ -94,7 +99,7 @@ class RandomChooser:
         def choice(label: str, options: Sequence[T]) -> T:
             n = len(options)
             if not n:
-                raise ValueError(f"no options for {label!r}")
+                raise NoOptions(f"no options for {label!r}")
             k = n.bit_length()
             r = bits(k)
             while r >= n:
@@ -138,7 +143,7 @@ def _table(label: str, options: Sequence[tuple[T, int]]) -> _Table:
     cum = list(itertools.accumulate(w for _, w in options))
     total = cum[-1] if cum else 0
     if total <= 0:
-        raise ValueError(f"no weight on any option of {label!r}")
+        raise NoOptions(f"no weight on any option of {label!r}")
     entry = (options, values, cum, total, total.bit_length())
     if type(options) is tuple:
         if len(_TABLES) > 1024:
@@ -175,6 +180,8 @@ class HypothesisChooser:
 
     def weighted(self, label: str, options: Sequence[tuple[T, int]]) -> T:
         # 0 maps to options[0] whatever its weight, so shrinking can always reach it.
+        if not options:
+            raise NoOptions(f"no options for {label!r}")
         total = sum(w for _, w in options)
 
         def pick(r: int) -> T:

@@ -13,8 +13,10 @@ the update under no_grad (a decorated function sometimes, as grad-mode blocks ar
 then the .grad set to None, zeroed in place (`g.zero_()`) or zeroed by a module's zero_grad.
 Two or three steps, so that a compiler meets the same step again with the parameters it
 updated; at the end the parameters' values and .grads are observed. Only what the engine's
-capabilities cover is drawn: without grad_tensor or grad_modes there is no update, and each
-step ends at its backward with the parameters' .grads set to None.
+capabilities cover is drawn: without grad_tensor or grad_modes, or with neither `p -= ...` nor
+`p.sub_(...)` (no `inplace`, or both lacked), there is no update, and each step ends at its
+backward with the parameters' .grads set to None; an in-place op or one the engine lacks
+(`lacks_ops`) is never drawn.
 
 Engines of granularity "step" (conformance/judge/segments.py) run forward, loss, backward
 and update as one unit: the step function a user compiles. The family is opt-in, through
@@ -33,6 +35,7 @@ from ..kinds.grad_tensor import bindable
 from ..lang import ops
 from ..lang.program import Program, Stmt
 from ..model import T, numel
+from ..spec.capabilities import normal
 from .core import Gen
 from .strategies import RandomChooser
 
@@ -62,11 +65,12 @@ def program(seed: int, capabilities: Iterable[str] | None = None, size: int = 20
                     g.boolean("in place", 30)) for fn in fns]
     if g.has("hooks") and g.boolean("a hook on a parameter", 40):
         KINDS["hook"].draw(g, g.choice("hook behaviour", ("record", "scale")), params[0])
-    plan = Plan(layers, g.choice("loss", ("sum", "mean")), g.choice("learning rate", RATES),
+    plan = Plan(layers, g.choice("loss", _covered(g, ("sum", "mean"))),
+                g.choice("learning rate", RATES),
                 g.boolean("p -= update", 50), g.has("retain_grad") and g.boolean("retain", 30),
                 g.boolean("clip the .grad", 30),
-                g.choice("zeroing", ("none", "zero_", "zero_grad") if g.has("nn_module")
-                         else ("none", "zero_")))
+                g.choice("zeroing", ("none", *_covered(g, ("zero_",)))
+                         + (("zero_grad",) if g.has("nn_module") else ())))
     for _ in range(g.integer("steps", 2, 3)):
         if not _step(g, params, batch, plan):
             break
@@ -74,15 +78,19 @@ def program(seed: int, capabilities: Iterable[str] | None = None, size: int = 20
         KINDS["observe"].draw(g, p, "value")
         KINDS["observe"].draw(g, p, "grad")
     prog = Program(g.out, meta={"generator": g.vocabulary, "size": size, "family": "training",
-                                "capabilities": sorted(g.caps),
+                                "capabilities": sorted(normal(g.caps)),
                                 "expect": g._expected(g.out, "")})
     prog.seed = seed
     return prog
 
 
 def _covered(g: Gen, names: tuple[str, ...]) -> tuple[str, ...]:
-    """The ops among names whose row the capabilities cover (ops.Op.needs)."""
-    return tuple(n for n in names if ops.ROWS[n].needs is None or g.has(ops.ROWS[n].needs))
+    """The ops among names the engine runs: their row's capability (ops.Op.needs) and, for an
+    in-place op, `inplace` declared, and not among the ops it lacks (Engine.lacks_ops). The
+    tuple is `names` itself where all are (the draws of an engine that has them unchanged)."""
+    return tuple(n for n in names if (ops.ROWS[n].needs is None or g.has(ops.ROWS[n].needs))
+                 and (ops.ROWS[n].kind != "inplace" or g.has("inplace"))
+                 and n not in g.lacked)
 
 
 def _parameter(g: Gen, shape: tuple[int, ...]) -> T:
@@ -131,7 +139,7 @@ def _step(g: Gen, params: list[T], batch: T, plan: Plan) -> bool:
     g.emit_backward(loss, [], None, draw_inputs=False)
     if g.expect.get(id(g.out[before])):
         return False
-    if not g.has(*NEEDS):
+    if not (g.has(*NEEDS) and _covered(g, ("isub", "sub_"))):
         for p in params:
             with g.on(p):
                 KINDS["set_grad"].draw(g, none=True)
@@ -161,10 +169,11 @@ def _update(g: Gen, params: list[T], plan: Plan, retained: T | None) -> None:
         if plan.clip and _covered(g, ("clamp_",)):
             KINDS["inplace"].draw(g, grad, "clamp_")
         step = g.call1(grad, "mul", [plan.rate], {}, [])
-        fn = "isub" if plan.augmented else "sub_"
+        forms = _covered(g, ("isub", "sub_"))
+        fn = forms[0] if len(forms) == 1 else "isub" if plan.augmented else "sub_"
         cl = g.apply_inplace(p, [step], False)
         g.emit(Stmt("inplace", target=p.name, args=[step.name], params={"fn": fn, "kw": {}}),
-               cl + (["INPLACE-13"] if plan.augmented else []))
+               cl + (["INPLACE-13"] if fn == "isub" else []))
         held.append((p, grad))
     if plan.zero == "zero_grad":
         KINDS["zero_grad"].emit(g, params, g.boolean("set_to_none", 50))

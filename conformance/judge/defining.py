@@ -14,6 +14,7 @@ its primary clause (`conformance_class`).
 """
 from __future__ import annotations
 
+from ..spec.capabilities import closure
 from ..spec.reader import load_spec
 
 # error kind -> the clauses under which the oracle does not raise it, most specific first
@@ -168,6 +169,7 @@ def drawable(clauses: tuple[str, ...], caps: frozenset[str] | None) -> tuple[str
     `requires` the capabilities cover (the others are n/a to the campaign, reports/report.py,
     set_statuses). `caps` None: a program the generator did not draw, all of them."""
     spec = load_spec().clauses
+    caps = closure(caps) if caps is not None else None     # finer ones implied: recorded normal
     return tuple(c for c in clauses if caps is None or c not in spec
                  or caps.issuperset(spec[c].requires))
 

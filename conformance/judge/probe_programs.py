@@ -186,4 +186,23 @@ PROBES: dict[str, list[Stmt]] = {
                                      Stmt("grad_enabled"), _see("y", "is_inference")]),
                        _see("x", "is_inference"), _see("y", "is_inference"),
                        _see("y", "version")],   # INFERENCE_VERSION
+    # finer capabilities (conformance/spec/capabilities.py): views' values and gradients, with
+    # no write that would show whether they alias; no_grad alone; a graph's shape, its node
+    # names left out (the probe's program is compared as graph_structure's are)
+    "no_grad": [X, Stmt("mode", params={"mode": "no_grad"},
+                        body=[_call("y", "mul", "x", 2.0), _see("y", "requires_grad")]),
+                _call("z", "mul", "x", 2.0), _see("z", "requires_grad")],
+    "graph_structure": [X, _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False),
+                        _call("y", "mul", "x", "c"), _see("y", "grad_fn"),
+                        _see("y", "next_functions"), _see("x", "grad_fn"),
+                        _call("s", "sum", "y"), _see("s", "next_functions")],
 }
+PROBES["view_ops"] = list(PROBES["views"])     # values and gradients: copies pass too
+# views that alias (VIEW-2): a write to the base seen through a view taken before it; appended
+# to the views probe where engine and oracle write in place (probes.py, probe_program)
+ALIASING: list[Stmt] = [
+    _leaf("c", [1.0, 2.0, 3.0, 4.0], [4], rg=False),
+    Stmt("view", out="cv", target="c", params={"fn": "view", "kw": {"shape": [2, 2]}}),
+    Stmt("inplace", target="c", args=[1.0], params={"fn": "add_"}), _see("cv", "value")]
+# probes that take a view that aliases (detach_() of a view, VIEW-8): unprobed without views
+NEED_VIEWS = ("detach_inplace",)

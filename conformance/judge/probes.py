@@ -26,11 +26,18 @@ from typing import Any
 
 from ..engines.base import Engine
 from ..lang.program import Program, Stmt
+from ..spec.capabilities import closure
 from ..spec.reader import CAPABILITIES
 from .compare import compare
 from .conditioning import Relief
 from .executor import execute
-from .probe_programs import PROBES, X  # noqa: F401  (X: conformance.capabilities re-exports it)
+from .op_probes import OP_KINDS, PREFIX, op_program, probed_ops
+from .probe_programs import (  # noqa: F401  (X: conformance.capabilities re-exports it)
+    ALIASING,
+    NEED_VIEWS,
+    PROBES,
+    X,
+)
 
 
 def _node_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
@@ -161,9 +168,32 @@ MODULE_PROBES = {"node_hooks": _node_hooks_via_module,
                  "saved_tensors_hooks": _saved_tensors_hooks_via_module}
 
 
-def probe_program(capability: str) -> Program:
-    return Program([Stmt.from_json(s.to_json()) for s in PROBES[capability]],
-                   meta={"probe": capability})
+def probe_program(capability: str, inplace: bool = False) -> Program:
+    """The probe's program; `inplace` (engine and oracle write in place): the views probe also
+    writes a base and looks through its view, which views that copy fail."""
+    if capability.startswith(PREFIX):       # one op of the op table (op_probes.py)
+        return op_program(capability[len(PREFIX):])
+    # graph_structure: compared without node names, as its programs are (structure.py)
+    meta = {"capabilities": ["core", capability]} if capability == "graph_structure" else {}
+    stmts = PROBES[capability] + (ALIASING if capability == "views" and inplace else [])
+    return Program([Stmt.from_json(s.to_json()) for s in stmts],
+                   meta={"probe": capability, **meta})
+
+
+def declared(engine: Engine, name: str) -> bool:
+    """Whether the engine declares the capability (or a coarse one that implies it), or for
+    an op's probe ("op:<name>"), does not declare it lacks the op."""
+    if name.startswith(PREFIX):
+        return name[len(PREFIX):] not in (getattr(engine, "lacks_ops", None) or ())
+    return name in closure(engine.capabilities)
+
+
+def probe_names(engine: Engine) -> list[str]:
+    """What `gradspec engines --probe` and `gradspec run` probe: every capability, and where
+    the engine declares ops it lacks, every op a program for it could name."""
+    ops = [PREFIX + op for op in probed_ops(frozenset(engine.capabilities))] \
+        if getattr(engine, "lacks_ops", None) else []
+    return [*CAPABILITIES, *ops]
 
 
 @dataclass
@@ -191,25 +221,34 @@ class ProbeResult:
 
 def probe(engine: Engine, oracle: Engine, capability: str) -> ProbeResult:
     """Does `capability` work on `engine`, judged against `oracle`?"""
-    declared = capability in engine.capabilities
+    is_declared = declared(engine, capability)
     if capability in MODULE_PROBES:
         works, detail = MODULE_PROBES[capability](engine)
-        return ProbeResult(capability, declared, works, detail)
-    if capability not in PROBES:
-        return ProbeResult(capability, declared, None, "no probe for this capability")
-    if capability not in oracle.capabilities:
-        return ProbeResult(capability, declared, None, f"the oracle {oracle.name} lacks it")
-    program = probe_program(capability)
+        return ProbeResult(capability, is_declared, works, detail)
+    if capability not in PROBES and not capability.startswith(PREFIX):
+        return ProbeResult(capability, is_declared, None, "no probe for this capability")
+    if not declared(oracle, capability):
+        return ProbeResult(capability, is_declared, None, f"the oracle {oracle.name} lacks it")
+    if capability in NEED_VIEWS and not declared(engine, "views"):
+        return ProbeResult(capability, is_declared, None, "the probe takes a view that aliases "
+                           "its base, and the engine does not declare views")
+    program = probe_program(capability, declared(engine, "inplace") and
+                            declared(oracle, "inplace"))
+    lacked = sorted({s.params.get("fn") for _, s in program.walk() if s.op in OP_KINDS}
+                    & set(getattr(engine, "lacks_ops", None) or ()))
+    if lacked and not capability.startswith(PREFIX):    # the op probes check the others
+        return ProbeResult(capability, is_declared, None,
+                           f"the probe names ops the engine lacks: {', '.join(lacked)}")
     o, e = execute(program, oracle), execute(program, engine)
     if any(ev.status == "error" and ev.error == "OTHER" for ev in o.events):
         bad = next(ev for ev in o.events if ev.error == "OTHER")
-        return ProbeResult(capability, declared, None,
+        return ProbeResult(capability, is_declared, None,
                            f"the probe fails on the oracle: {bad.message}")
     found = compare(program, o, e, Relief(program, o, lambda p: execute(p, oracle)))
     if not found:
-        return ProbeResult(capability, declared, True, "the probe program runs as on the oracle")
+        return ProbeResult(capability, is_declared, True, "the probe program runs as on the oracle")
     d = found[0]
-    return ProbeResult(capability, declared, False,
+    return ProbeResult(capability, is_declared, False,
                        f"statement {d.path} ({d.op}): {d.what}: oracle {d.oracle}; "
                        f"engine {d.engine}"[:300])
 
@@ -219,8 +258,8 @@ def check_declarations(engine: Engine, oracle: Engine, absent_only: bool = True,
     """Probe the capabilities `engine` declares absent (all of them with absent_only=False),
     in vocabulary order."""
     out = []
-    for cap in CAPABILITIES:
-        if absent_only and cap in engine.capabilities:
+    for cap in probe_names(engine):
+        if absent_only and declared(engine, cap):
             continue
         if progress:
             progress(cap)
@@ -228,4 +267,5 @@ def check_declarations(engine: Engine, oracle: Engine, absent_only: bool = True,
     return out
 
 
-__all__ = ["MODULE_PROBES", "PROBES", "ProbeResult", "check_declarations", "probe", "probe_program"]
+__all__ = ["MODULE_PROBES", "PROBES", "ProbeResult", "check_declarations", "declared", "probe",
+           "probe_names", "probe_program"]

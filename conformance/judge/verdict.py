@@ -261,7 +261,8 @@ def _valued(view: _Program, s: Stmt, kind: Any, d: Any, o: Event, e: Event
         key = ("version", "written")
     elif aspect == "grad_enabled" and view.enclosing(d.path):
         key = ("grad_enabled", f"inside, {form(ov)}")
-    cands = DEFINES.get(key) or DEFINES.get(observable, ())
+    # only a clause the program can exercise (its `requires` the capabilities cover) defines it
+    cands = drawable(DEFINES.get(key) or DEFINES.get(observable, ()), view.caps)
     near = view.near(s, d.path, list(s.clauses) if own is None else own, made)
     default = cands[-1] if cands and cands[-1] else (near[0] if near else None)
     if d.what == "dtype":

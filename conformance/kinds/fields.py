@@ -17,6 +17,7 @@ import re
 from collections.abc import Container
 from typing import Any, NoReturn
 
+from ..lang.index import ELLIPSIS
 from ..lang.program import ProgramError
 
 NAME = (str,)
@@ -165,3 +166,20 @@ def values(s: Any, path: str, dtype: str) -> None:
     if len(flat) != math.prod(shape):
         fail(path, "params.values", f"holds {len(flat)} value(s), shape {shape} has "
              f"{math.prod(shape)}")
+
+
+def check_index(s: Any, path: str) -> None:
+    """params.index is an INDEX encoding (conformance/lang/program.py), with one "..." at
+    most."""
+    items = param(s, path, "index", (list,))
+    for i, item in enumerate(items):
+        bounds = item.get("slice") if isinstance(item, dict) and len(item) == 1 else None
+        ok = item is None or (isinstance(item, str) and item == ELLIPSIS) or (
+            is_number(item) and isinstance(item, int)) or (
+            isinstance(bounds, list) and len(bounds) == 3 and all(
+                b is None or (is_number(b) and isinstance(b, int)) for b in bounds))
+        if not ok:
+            fail(path, f"params.index[{i}]",
+                        f'must be an int, a slice, "..." or null, got {item!r}')
+    if sum(1 for item in items if isinstance(item, str)) > 1:
+        fail(path, "params.index", 'at most one "..."')

@@ -42,11 +42,15 @@ class Inplace(Kind):
     def draw(self, g, target=None, fn=None):
         """Draw an in-place op; `target` and `fn` fix the tensor and the op."""
         t = target or g.pick("in-place target", g.inplace_ok)
-        if t is None:
+        if t is None or g.view_shared(t) or fn in g.lacked:     # views copy; a lacked op
+            return False
+        if not (fn or g.inplace_fns):       # every in-place op lacked
             return False
         fn = fn or g.weighted("in-place fn", g.inplace_fns)
         if ops.ROWS[fn].jumps and not t.exact_now():    # see ops.Op.jumps
             if target is not None:      # the target is given: an op that does not jump
+                if not g.smooth_inplace_fns:
+                    return False
                 fn = g.weighted("smooth in-place fn", g.smooth_inplace_fns)
             else:
                 t = g.pick("exact in-place target", lambda u: u.exact_now() and g.inplace_ok(u))

@@ -35,14 +35,16 @@ class Mode(Kind):
            "decorator (bool, default false), generator (bool, default false; with decorator: "
            "the function is a generator that yields once before the body, and the block "
            "iterates it to its end)")
-    caps = ("grad_modes",)
+    caps = ("no_grad",)     # implied by grad_modes; alone, `with no_grad()` blocks only
     block = True
 
     def needs(self, s):
         # an inference-mode block is the capability inference_mode's (spec/infer.md)
         if s.params.get("mode") == "inference_mode":
             return ["inference_mode"]
-        return list(self.caps)
+        p = s.params
+        plain = p.get("mode") == "no_grad" and not p.get("decorator") and "enabled" not in p
+        return ["no_grad" if plain else "grad_modes"]
 
     def check(self, s, path):
         fields.param(s, path, "mode", (str,), choices=MODES)
@@ -105,7 +107,10 @@ class Mode(Kind):
         `mode` fixes the mode, `body(g)` draws the body instead of the steps."""
         if g.depth >= 2 or g.inference:     # no block inside inference mode (INFER-1)
             return False
-        mode = mode or g.weighted("grad mode", GRAD_MODES)
+        full = g.has("grad_modes")          # else no_grad alone: `with no_grad()` only
+        if not full and mode not in (None, "no_grad", "inference_mode"):
+            return False
+        mode = mode or (g.weighted("grad mode", GRAD_MODES) if full else "no_grad")
         params: dict[str, Any] = {"mode": mode}
         enabled = mode == "enable_grad"
         if mode == "set_grad_enabled":
@@ -121,7 +126,7 @@ class Mode(Kind):
                 cl.append("MODE-2")
             if mode == "set_grad_enabled":
                 cl.append("MODE-3")
-        if g.boolean("as a decorator", 30):
+        if (full or mode == "inference_mode") and g.boolean("as a decorator", 30):
             params["decorator"] = True
             cl.append("MODE-5" if mode != "inference_mode" else "INFER-1")
             # vocabulary 17: a generator function, each resumption in the mode (MODE-12)

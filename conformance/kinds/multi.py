@@ -11,6 +11,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..model import part_contiguous
 from . import fields
+from .copying import viewable
 from .registry import Kind, kind
 
 # fn -> the settings of params.kw it takes (all required)
@@ -23,7 +24,7 @@ _MOST_OUTPUTS = 4
 class MultiView(Kind):
     name = "multi_view"
     param_keys = ("fn", "kw", "outs")
-    caps = ("views", "multi_views")
+    caps = ("view_ops", "multi_views")     # view_ops: implied by views
     weight = 3
     since = 12
     aliases = shares_version = True
@@ -63,7 +64,7 @@ class MultiView(Kind):
         return [f"{lhs} = {s.target}.{p['fn']}({args})"]
 
     def draw(self, g):
-        a = g.pick("split of", lambda t: t.is_float and t.ndim >= 1)
+        a = g.pick("split of", lambda t: t.is_float and t.ndim >= 1 and viewable(g, t))
         if a is None:
             return False
         fn, kw, pieces = g.choice("multi view", multi_view_options(a.shape))

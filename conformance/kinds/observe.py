@@ -92,10 +92,11 @@ TABLE: dict[str, Observable] = {
     "shape": Observable("core", lambda e, t: (list(e.shape(t)), None),
                         lambda t: f"list({t}.shape)"),
     "dtype": Observable("core", _of("dtype"), lambda t: f"str({t}.dtype).rsplit('.', 1)[-1]"),
-    "grad_fn": Observable("grad_fn", _of("grad_fn_name"),
+    # graph_structure: implied by grad_fn; alone, compared as None or not (judge/structure.py)
+    "grad_fn": Observable("graph_structure", _of("grad_fn_name"),
                           lambda t: f"{t}.grad_fn.name() if {t}.grad_fn is not None else None"),
     "next_functions": Observable(
-        "grad_fn", _of("next_functions"),
+        "graph_structure", _of("next_functions"),
         lambda t: f"[f.name() if f is not None else None for f, _ in "
                   f"{t}.grad_fn.next_functions] if {t}.grad_fn is not None else []"),
     "version": Observable("version_counter", _of("version_counter"), lambda t: f"{t}._version"),
@@ -112,7 +113,7 @@ TABLE: dict[str, Observable] = {
     # drawn by no observe statement: programs end with it where the model knows the .grad's
     # node is one DOUBLE-4 names (gen/higher.py, observe_recorded_grads)
     "grad_grad_fn": Observable(
-        "grad_fn", _grad_node,
+        "graph_structure", _grad_node,
         lambda t: f"None if {t}.grad is None or {t}.grad.grad_fn is None "
                   f"else {t}.grad.grad_fn.name()"),
 }
@@ -157,7 +158,8 @@ class Observe(Kind):
         if what is None:
             what = g.weighted("observe what", self._observables(
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                t.version_unobserved(), t.stale, t.is_float, t.graph_open, True, t.leaf))
+                t.version_unobserved() or g.view_shared(t), t.stale, t.is_float,
+                t.graph_open, True, t.leaf))
         g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
         return True
 
@@ -277,11 +279,11 @@ class Sweep(Kind):
         observing would not leave unspecified (the filters of an observe statement's draw)."""
         items, clauses = [], []
         blocks, caps = self._blocks, g.caps
-        seen = g.made_inference
+        seen, copy_views = g.made_inference, g.copy_views
         for t in g.live():
             key = (caps, not t.leaf and not t.retains, t.rg and not t.leaf,
-                   t.version_unobserved(), t.stale, t.is_float, t.graph_open, seen, t.leaf,
-                   observed_state(t))
+                   t.version_unobserved() or (copy_views and g.view_shared(t)), t.stale,
+                   t.is_float, t.graph_open, seen, t.leaf, observed_state(t))
             block = blocks.get(key)
             if block is None:
                 block = blocks[key] = self._block(g, key)

@@ -20,6 +20,8 @@ from ..model import (
 )
 from ..model.tables import NUMBERS
 from . import deriv_ops, fields, source
+from .copying import viewable
+from .fields import check_index  # noqa: F401  (its home was here)
 from .registry import Kind, kind
 
 JOIN_OPS = ["mul", "add"]    # the binary ops a deliberate join of two graphs draws
@@ -41,23 +43,6 @@ def check_op(s: Any, path: str, kind: str) -> ops.Op:
         if not isinstance(setting, int) or isinstance(setting, bool):
             fields.fail(path, f"params.kw.{key}", f"must be an int, got {setting!r}")
     return row
-
-
-def check_index(s: Any, path: str) -> None:
-    """params.index is an INDEX encoding (conformance/lang/program.py), with one "..." at
-    most."""
-    items = fields.param(s, path, "index", (list,))
-    for i, item in enumerate(items):
-        bounds = item.get("slice") if isinstance(item, dict) and len(item) == 1 else None
-        ok = item is None or (isinstance(item, str) and item == ops.ELLIPSIS) or (
-            fields.is_number(item) and isinstance(item, int)) or (
-            isinstance(bounds, list) and len(bounds) == 3 and all(
-                b is None or (fields.is_number(b) and isinstance(b, int)) for b in bounds))
-        if not ok:
-            fields.fail(path, f"params.index[{i}]",
-                        f'must be an int, a slice, "..." or null, got {item!r}')
-    if sum(1 for item in items if isinstance(item, str)) > 1:
-        fields.fail(path, "params.index", 'at most one "..."')
 
 
 @kind
@@ -137,7 +122,8 @@ class Call(Kind):
         """Emit a binary op of a and another operand whose graph reaches a leaf a's does not
         (a live tensor, or a fresh leaf): the tensor it makes, None when nothing fits."""
         before = len(g.out)
-        if not self._emit(g, g.choice("join op", JOIN_OPS), a, "join"):
+        fns = [o for o in JOIN_OPS if o not in g.lacked]    # mul: never lacked
+        if not self._emit(g, g.choice("join op", fns), a, "join"):
             return None
         return g.tensors[g.out[-1].out] if len(g.out) > before else None
 
@@ -307,7 +293,7 @@ class View(Kind):
     weight = 7
     reweighted = ((9, 21),)     # vocabulary 9: views were 1% of the statements drawn
     doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
-    caps = ("views",)
+    caps = ("view_ops",)        # implied by views (spec/capabilities.py)
     aliases = shares_version = True     # reshape may copy (UNSPEC-3): counted as sharing
     copies_when = ("reshape",)
 
@@ -329,14 +315,16 @@ class View(Kind):
                 f"{ops.source(ops.lookup('view', p['fn']), [s.target], p.get('kw', {}))}"]
 
     def draw(self, g):
-        a = g.pick("view of", lambda t: t.is_float)
+        a = g.pick("view of", lambda t: t.is_float and viewable(g, t))
         if a is None:
             return False
         parts = g.vocabulary >= 7 and "narrow_select" in g.caps
-        self.emit(g, a, *g.choice("view", view_options(a, inferred=g.vocabulary >= 3,
-                                                      squeezes=g.vocabulary >= 4,
-                                                      units=g.vocabulary >= 5, parts=parts)))
-        return True
+        options = [o for o in view_options(a, inferred=g.vocabulary >= 3, parts=parts,
+                                           squeezes=g.vocabulary >= 4, units=g.vocabulary >= 5)
+                   if o[0] not in g.lacked]     # ops the engine lacks (gen/lacks.py)
+        if options:
+            self.emit(g, a, *g.choice("view", options))
+        return bool(options)
 
     def emit(self, g, a: T, fn: str, kw: dict[str, Any], shape: tuple[int, ...]) -> T:
         """Emit out = a.fn(**kw) of the view option (fn, kw, shape); the tensor it makes (a copy
@@ -370,7 +358,7 @@ class Getitem(Kind):
     weight = 5
     reweighted = ((9, 10),)     # vocabulary 9, with the views
     doc = "out = target[index]. params: index (INDEX encoding)"
-    caps = ("views",)
+    caps = ("view_ops",)
     aliases = shares_version = True
 
     def check(self, s, path):
@@ -385,7 +373,7 @@ class Getitem(Kind):
         return [f"{s.out} = {s.target}[{ops.index_source(s.params['index'])}]"]
 
     def draw(self, g):
-        a = g.pick("index into", lambda t: t.is_float and t.ndim >= 1)
+        a = g.pick("index into", lambda t: t.is_float and t.ndim >= 1 and viewable(g, t))
         if a is None:
             return False
         self.emit(g, a, g.draw_index(a, wide=g.vocabulary >= 3))

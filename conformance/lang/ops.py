@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..spec.capabilities import lacked_ops
 from .forms import FORMS, Args  # noqa: F401 - Args: part of this module's API
 from .index import ELLIPSIS, OpError, index_source, index_value  # noqa: F401
 
@@ -236,6 +237,11 @@ DRAW_ORDER: dict[str, tuple[str, ...]] = {
 }
 
 
+def exercised_by(clause: str) -> tuple[str, ...]:
+    """The ops whose rows name the clause (their clauses, node or kink clause)."""
+    return tuple(r.name for r in OPS if clause in (*r.clauses, r.node_clause, r.kink_clause))
+
+
 def lookup(kind: str, name: Any) -> Op:
     """The row of op `name` for a statement of `kind` ("call", "view", "inplace")."""
     try:
@@ -262,12 +268,15 @@ EARLIER_ROWS = ((4, 2),)
 def weights(kind: str, version: int = 1, capabilities: frozenset[str] | None = None
             ) -> list[tuple[str, int]]:
     """(name, weight) in draw order, for the ops of a generator vocabulary version that the
-    capabilities (None: all) cover, the rows of earlier vocabularies scaled by EARLIER_ROWS."""
+    capabilities (None: all) cover and do not say are lacked (`lacks:<op>`), the rows of
+    earlier vocabularies scaled by EARLIER_ROWS."""
     scale = weight_in(version, 1, EARLIER_ROWS)
+    lacked = lacked_ops(capabilities or ())     # ops the engine lacks: never drawn
     return [(n, ROWS[n].weight * (scale if ROWS[n].since < version else 1))
             for n in DRAW_ORDER[kind]
-            if ROWS[n].since <= version and (capabilities is None or ROWS[n].needs is None
-                                             or ROWS[n].needs in capabilities)]
+            if ROWS[n].since <= version and n not in lacked
+            and (capabilities is None or ROWS[n].needs is None
+                 or ROWS[n].needs in capabilities)]
 
 
 # ---- running and writing an op ------------------------------------------------------------

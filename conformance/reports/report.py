@@ -43,8 +43,10 @@ from typing import Any
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness, outcome
 from ..judge.executor import VALUED
+from ..lang import ops
 from ..lang.program import Program
 from ..lang.trace import Event, Trace
+from ..spec.capabilities import closure, lacked_ops
 from .classes import class_counts
 from .classes import summary as class_summary
 from .graph import draw_folder
@@ -226,7 +228,7 @@ def clause_rows(spec, capabilities: frozenset[str], exercised: dict[str, int],
     tagged = [*exercised, *(crashes or {}), *(timeouts or {})]
     for c in spec.active():
         rows[c.id] = {"programs": exercised.get(c.id, 0), "divergences": divergent.get(c.id, 0),
-                      "applicable": all(r in capabilities for r in c.requires)}
+                      "applicable": closure(capabilities).issuperset(c.requires)}
     for cid in tagged:   # clauses tagged in programs but absent from the spec
         rows.setdefault(cid, {"programs": exercised.get(cid, 0),
                               "divergences": divergent.get(cid, 0), "applicable": True})
@@ -280,12 +282,12 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
     `expected`: clause -> divergent programs on it that an expected-failure entry covers;
     `too_new`: clauses newer than the oracle; `not_generated`: clause -> why the program
     source never draws it (the generator's NOT_GENERATED, handed in by the campaign), the
-    reason an unexercised one gets. A clause whose `requires` the engine lacks is n/a: a
-    campaign counts no divergence against it (a program whose primary clause it is was not
-    compared); rows that count some anyway say so."""
+    reason an unexercised one gets. A clause whose `requires` the engine lacks (a coarse
+    capability implies its finer ones) is n/a: a campaign counts no divergence against it (a
+    program whose primary clause it is was not compared); rows that count some say so."""
     for cid, row in rows.items():
         c = spec.clauses.get(cid)
-        lacking = [r for r in c.requires if r not in capabilities] if c is not None else []
+        lacking = [r for r in c.requires if r not in closure(capabilities)] if c else []
         if row["divergences"] and cid not in too_new:
             row["status"] = "xfail" if expected.get(cid, 0) >= row["divergences"] else \
                 "diverges"
@@ -303,7 +305,8 @@ def set_statuses(spec, rows: dict[str, dict[str, Any]], capabilities: frozenset[
                     "not applicable"
         elif not row["programs"]:
             row["status"] = "n/a"
-            row["reason"] = _why_unexercised(cid, programs, not_generated or {})
+            row["reason"] = _why_unexercised(cid, programs, not_generated or {},
+                                             lacked_ops(capabilities))
         else:
             row["status"] = "pass"
 
@@ -321,7 +324,10 @@ def clause_table(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str]) -> str:
+def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str],
+                     lacked: frozenset[str] = frozenset()) -> str:
+    if lacked and (by := ops.exercised_by(cid)) and set(by) <= lacked:   # Engine.lacks_ops
+        return f"exercised only by ops the engine lacks ({', '.join(by)})"
     if cid.startswith("UNSPEC-"):
         return "left open by the spec (spec/unspecified.md): never compared"
     if cid in not_generated:

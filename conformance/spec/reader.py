@@ -25,6 +25,8 @@ CAPABILITIES = (
     "custom_function", "data_assign", "saved_tensors_hooks", "multi_grad_hooks", "narrow_select",
     "multi_views", "grad_dtype", "requires_grad_setter", "detach_inplace", "grad_tensor",
     "view_base", "nn_module",
+    # finer capabilities, implied by a coarser one (conformance/spec/capabilities.py)
+    "view_ops", "no_grad", "graph_structure",
 )
 # Conformance classes (spec/README.md, "Conformance classes"): what an engine claims.
 CLASSES = ("core", "torch-observable", "diagnostics")

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from ..spec.capabilities import closure
 from .checks import EngineFault, Profile, describe, expected_reason, split_expected
 
 REPORTED_IN_FULL = 1     # failing programs of one item shown with their repro; the rest a line
@@ -94,7 +95,9 @@ class ClauseSuite:
         self.profile, self.classes, self.xfails = profile, frozenset(classes), list(xfails)
         self.spec = load_spec()
         self.order = [c.id for c in self.spec.active()]
-        caps = frozenset(engine.capabilities) & frozenset(oracle.capabilities)
+        from conformance.engines import capabilities_of
+        from conformance.spec.capabilities import combine
+        caps = combine(capabilities_of(engine), capabilities_of(oracle))
         self.stream = Stream(seed, caps, profile.size, profile.programs, profile.per_clause)
         self._judged: list[Judged] | None = None
         self.faults = 0
@@ -105,7 +108,7 @@ class ClauseSuite:
         from conformance.reports.classes import not_claimed
         from conformance.reports.report import newer_than
         c = self.spec.clauses[cid]
-        lacking = [r for r in c.requires if r not in self.stream.caps]
+        lacking = [r for r in c.requires if r not in closure(self.stream.caps)]
         if cid.startswith("UNSPEC-"):
             return "left open by the spec (spec/unspecified.md): never compared"
         if (why := not_claimed(c.cls, self.classes)) is not None:

@@ -245,3 +245,18 @@ def test_extra_and_entry_point_are_declared():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["optional-dependencies"]["mygrad"] == [f"mygrad=={RELEASE}"]
     assert project["entry-points"]["gradspec.engines"]["mygrad"] == FACTORY
+
+
+def test_the_deriv_engine_lacks_exactly_the_ops_whose_probes_fail(th):
+    """conformance/engines/mygrad_deriv.py: every deriv_ops row it does not declare lacking
+    runs as on torch (its op probe), and every one it lacks fails."""
+    from conformance.engines.mygrad_deriv import LACKS
+    e = load_engine("conformance.engines.mygrad_deriv:engine")
+    assert e.capabilities == CAPABILITIES | {"deriv_ops"} and e.lacks_ops == LACKS
+    deriv = {f"op:{n}" for n, r in ROWS.items() if r.needs == "deriv_ops"}
+    results = {r.capability: r for r in check_declarations(e, th, absent_only=False)
+               if r.capability in deriv}
+    assert set(results) == deriv
+    assert all(r.verdict == "ok" for r in results.values()), [str(r) for r in results.values()
+                                                             if r.verdict != "ok"]
+    assert {c[3:] for c, r in results.items() if not r.works} == LACKS
