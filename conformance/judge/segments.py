@@ -68,20 +68,29 @@ def ends_segment(s: Stmt) -> bool:
     return (kind is not None and kind.ends_segment) or any(ends_segment(b) for b in s.body)
 
 
-def split(statements: list[Stmt], granularity: str = "segment") -> list[Segment]:
-    """The segments of a program's top-level statements, in order."""
+def split(statements: list[Stmt], granularity: str = "segment",
+          alone: frozenset[int] = frozenset()) -> list[Segment]:
+    """The segments of a program's top-level statements, in order; a statement whose index
+    is in `alone` is a segment of its own (see `Failed`)."""
     if granularity not in GRANULARITIES[1:]:
         raise ValueError(f"no segments for granularity {granularity!r}; "
                          f"an engine's granularity is one of {GRANULARITIES}")
     if not statements:
         return []
-    if granularity == "program":
+    if granularity == "program" and not alone:
         return [Segment(0, 0, len(statements) - 1, statements)]
     out: list[Segment] = []
     first, pending = 0, False       # pending: a backward-like statement, then updates only
     for i, s in enumerate(statements):
         nxt = statements[i + 1] if i + 1 < len(statements) else None
-        if granularity == "step":
+        if i in alone or i + 1 in alone:
+            if i in alone and first < i:        # the unit before it ends
+                out.append(Segment(len(out), first, i - 1, statements))
+                first = i
+            close, pending = True, False
+        elif granularity == "program":
+            close = False
+        elif granularity == "step":
             pending = ends_segment(s) or (pending and _update(s))
             close = pending and (nxt is None or not _update(nxt))
         else:
@@ -97,10 +106,41 @@ def _update(s: Stmt) -> bool:
     return s.op == "mode" and not ends_segment(s)
 
 
-def run(x: Any, statements: list[Stmt], granularity: str) -> None:
+@dataclass(frozen=True)
+class Failed:
+    """A unit of several statements that failed as a whole while it ran, with the error kind
+    of its failure. An error raised inside a compiled graph leaves the graph whole, past the
+    executor's capture of each statement's errors (a traced try/except does not catch it:
+    pytorch/torchdynamo#318), and what the graph's ops before it did cannot be told apart. The
+    executor then runs the program again from its start with those statements each a unit of
+    their own, and keeps that run where it explains the failure: one of them raises the same
+    kind there, as it would in the unit of a user's function without try/except. A failure of
+    no kind the spec names (OTHER: a compiler's own error) is not rerun: it stays the unit's."""
+
+    statements: frozenset[int]      # top-level indices
+    kind: str
+
+
+def predicted_to_raise(meta: dict[str, Any]) -> frozenset[int]:
+    """The top-level statements the program's generator predicts raise, or that hold one that
+    does (meta "expect": path -> error kind): each runs as a unit of its own, so that a unit
+    never fails at run time for an error the program draws on purpose (a rerun, `Rerun`, would
+    find them too, at the cost of running the program twice). A hint only: a path that names
+    no statement (a hand-edited or minimized program) isolates nothing, or the wrong one."""
+    expect = meta.get("expect") if isinstance(meta, dict) else None
+    if not isinstance(expect, dict):
+        return frozenset()
+    tops = (p.split(".", 1)[0] for p in expect if isinstance(p, str))
+    return frozenset(int(t) for t in tops if t.isdigit() and len(t) < 7)
+
+
+def run(x: Any, statements: list[Stmt], granularity: str,
+        alone: frozenset[int] = frozenset()) -> None:
     """Run a program's statements as units on x.e (the executor's run in progress, with
-    `e`, `env`, `trace`, `dead`, `current` and `stmt(s, path)`)."""
-    for g in split(statements, granularity):
+    `e`, `env`, `trace`, `dead`, `current` and `stmt(s, path)`); the statements in `alone`
+    each a unit of their own. A unit of several that fails as it runs is recorded as failed
+    (`_fail`) and appended to x.failed (`Failed`)."""
+    for g in split(statements, granularity, alone):
         start = len(x.trace.events)
         _unit(x, g)
         for ev in x.trace.events[start:]:
@@ -133,7 +173,17 @@ def _unit(x: Any, g: Segment) -> None:
             if first < g.last:
                 _unit(x, Segment(g.index, first + 1, g.last, g.statements))
         else:
-            _fail(x, g, start, done, exc)
+            kind = _fail(x, g, start, done, exc)
+            if g.size > 1 and kind != OTHER:    # a kind no statement raises explains nothing
+                x.failed.append(Failed(frozenset(range(g.first, g.last + 1)), kind))
+
+
+def explained(failed: list[Failed], trace: Any) -> bool:
+    """Whether a rerun's trace explains each failure of the run before it: a statement of the
+    failed unit (each now a unit of its own), or one nested in it, raises the same kind."""
+    errors = {(int(ev.path.split(".")[0]), ev.error) for ev in trace.events
+              if ev.status == "error"}
+    return all(any((i, f.kind) in errors for i in f.statements) for f in failed)
 
 
 def _events(g: Segment, done: list[str]) -> int:
@@ -210,11 +260,11 @@ def _straight(x: Any, env: dict[str, Any], steps: list[tuple[str, Stmt | None]],
         _straight(x, env, steps[STRAIGHT:], done)
 
 
-def _fail(x: Any, g: Segment, start: int, done: list[str], exc: Exception) -> None:
+def _fail(x: Any, g: Segment, start: int, done: list[str], exc: Exception) -> str:
     """Record the failure of unit g on every statement of it that had not finished (on its
     last statement if all had): status error, the kind of exc, a message naming the segment.
     Nested statements that had finished keep their events; the segment's events are put back
-    in program order."""
+    in program order. Returns the kind."""
     unfinished = {i for i in range(g.first, g.last + 1) if str(i) not in done} or {g.last}
     kind = x.e.classify_error(exc) or OTHER
     first = (str(exc).strip().splitlines() or [""])[0]
@@ -231,6 +281,7 @@ def _fail(x: Any, g: Segment, start: int, done: list[str], exc: Exception) -> No
         if ev is not None:
             events.append(ev)
     x.trace.events[start:] = events
+    return kind
 
 
 def _in_place(s: Stmt) -> bool:
