@@ -349,7 +349,13 @@ class Engine(ABC):
         An exception that escapes run_segment means the unit failed as a whole (a compile
         error): every statement of the segment that had not finished is recorded as an error
         of that kind, marked as the segment's failure, and the names they bind are dead; if
-        all had finished, the segment's last statement takes the error."""
+        all had finished, the segment's last statement takes the error. Unless the engine's
+        optional `unit_not_started(exc)` says none of those had begun: then they run again, the
+        first alone, then the rest as a unit (judge/segments.py). A unit of several that fails
+        with an error kind the spec names makes the executor run the program again from its
+        start, that unit's statements each a unit of its own; that run stands where one of them
+        raises the same kind. Statements the program predicts raise (its meta "expect") are
+        units of their own from the start."""
         body()
 
     def eager(self) -> Engine:

@@ -19,7 +19,13 @@ of the same statements would be traced (leaf creation, ops, views, in-place writ
 retain_grad registered inside the region, grad-mode blocks), and graph-breaks where it must
 (`.tolist()` of an observation, `.backward()`, a hook's Python). Each statement's events,
 errors and warnings still attach to it, as in eager runs. Nothing is generated from program
-text: no source is built, only the executor's own functions are traced.
+text: no source is built, only the executor's own functions are traced. The body holds no loop
+(dynamo skips a frame with a graph break inside a loop): it is straight-line code, one call per
+statement, so dynamo resumes after each graph break and the ops of the statements between two
+breaks are one FX graph (docs/findings.md, "Whole segments compiled"). An op that raises while
+dynamo traces (TorchRuntimeError, before the frame runs) would fail the unit as a whole; the
+executor then reruns its unfinished statements, the first alone (`unit_not_started`), so the
+error stays on its statement as in eager torch.
 
 What stays eager: observations. The adapter's reading methods (OBSERVERS: to_list, get_grad,
 is_leaf, requires_grad, retains_grad, version_counter, shape, dtype, ...) run under
@@ -99,6 +105,15 @@ class SegmentCompiledTorch(TorchLike):
     def run_segment(self, body, segment):
         with self.torch._dynamo.config.patch(compiled_autograd=True):
             self.torch.compile(body, backend=self.backend)()
+
+    def unit_not_started(self, exc: Exception) -> bool:
+        """Whether exc left the unit's unfinished statements unrun: dynamo raises
+        TorchRuntimeError (an op raises on fake tensors) and InternalTorchDynamoError (another
+        exception, e.g. of a tensor factory) while it traces a frame, before the frame runs.
+        The executor then reruns them (conformance/judge/segments.py). An error raised while a
+        compiled graph runs is not one: ops before it in the graph may have written."""
+        exc_types = self.torch._dynamo.exc
+        return isinstance(exc, (exc_types.TorchRuntimeError, exc_types.InternalTorchDynamoError))
 
     def eager(self) -> TorchLike:
         return TorchLike(self.torch, "torch", self.device, self.capabilities)

@@ -14,10 +14,10 @@ exercise them are the training-step family (conformance/gen/training.py: `--sour
 conformance.gen.training:program`); default programs run on them too, as on the segment engines
 but for the update blocks.
 
-Limitation (docs/findings.md, "Training steps compiled"): the executor's segment body is a loop
-over statements, and dynamo skips a frame with a graph break inside a loop; so a unit is in fact
-compiled function by function below the loop (each statement's `x.stmt`, with its own graph
-breaks), as in the segment engines, not as one frame.
+One frame (docs/findings.md, "Training steps compiled"): the unit's body is straight-line code
+(conformance/judge/segments.py), so dynamo resumes after each graph break and the ops of the
+statements between two breaks are one graph. Grad-mode blocks (the update) still run their body
+through the executor's loop over statements, and there each op is a graph of its own.
 
 Engines `torch-compile-dynamic-<backend>`: the same, and before each unit runs for real, the
 same compiled function runs once on a shadow of the program's state in which every tensor the

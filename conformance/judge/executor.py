@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..engines.base import Engine
+from ..engines.base import Engine, grad_mode
 from ..kinds import KINDS
 from ..lang.program import HarnessError, Program, Stmt, index_of
 from ..lang.trace import HARNESS, OTHER, Event, Trace, plain
@@ -55,6 +55,7 @@ class _Run:
         # the warnings recorded while the program runs (execute); each statement takes, and
         # removes, those emitted since it began, so a block's are its own, not its body's
         self.caught: list[warnings.WarningMessage] = []
+        self.failed: list[segments.Failed] = []     # units that failed as they ran
 
     def log(self, label: str, t: Any) -> None:
         """A hook call, logged into the event of the statement running when it is called."""
@@ -152,6 +153,27 @@ def execute(program: Program, engine: Engine,
     (conformance/judge/segments.py). `on_statement(path)` is called as each statement begins
     (a worker's progress: conformance/campaign/pool.py). `engine.begin_program()` is called
     first (per-program setup, e.g. a compiler's cache reset)."""
+    if engine.granularity == "statement":
+        return _run_once(program, engine, on_statement, frozenset()).trace
+    alone = segments.predicted_to_raise(program.meta)
+    mode = grad_mode(engine)
+    run = _run_once(program, engine, on_statement, alone)
+    # A unit that failed as it ran: the program again, each of its statements a unit of its
+    # own (segments.Failed); that run stands where it explains every such failure. Each rerun
+    # isolates statements not yet alone, so this ends.
+    while run.failed:
+        alone = alone.union(*(f.statements for f in run.failed))
+        if mode is not None and grad_mode(engine) != mode:
+            engine.grad_mode("set_grad_enabled", mode)  # sets the mode when made (MODE-3)
+        again = _run_once(program, engine, on_statement, alone)
+        if not segments.explained(run.failed, again.trace):
+            break
+        run = again
+    return run.trace
+
+
+def _run_once(program: Program, engine: Engine, on_statement: Callable[[str], None] | None,
+              alone: frozenset[int]) -> _Run:
     run = _Run(engine, on_statement)
     begin = getattr(engine, "begin_program", None)
     if callable(begin):     # an adapter that does not subclass Engine may lack it
@@ -161,9 +183,9 @@ def execute(program: Program, engine: Engine,
         if engine.granularity == "statement":
             run.block(program.statements, "")
         else:
-            segments.run(run, program.statements, engine.granularity)
+            segments.run(run, program.statements, engine.granularity, alone)
         # The hooks a program registers hold the run, which holds its tensors: a cycle only
         # the garbage collector would free, at some later statement. Dropping the names frees
         # them now, while warnings are still recorded (and, belonging to no statement, dropped).
         run.env.clear()
-    return run.trace
+    return run

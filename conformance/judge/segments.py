@@ -68,20 +68,29 @@ def ends_segment(s: Stmt) -> bool:
     return (kind is not None and kind.ends_segment) or any(ends_segment(b) for b in s.body)
 
 
-def split(statements: list[Stmt], granularity: str = "segment") -> list[Segment]:
-    """The segments of a program's top-level statements, in order."""
+def split(statements: list[Stmt], granularity: str = "segment",
+          alone: frozenset[int] = frozenset()) -> list[Segment]:
+    """The segments of a program's top-level statements, in order; a statement whose index
+    is in `alone` is a segment of its own (see `Failed`)."""
     if granularity not in GRANULARITIES[1:]:
         raise ValueError(f"no segments for granularity {granularity!r}; "
                          f"an engine's granularity is one of {GRANULARITIES}")
     if not statements:
         return []
-    if granularity == "program":
+    if granularity == "program" and not alone:
         return [Segment(0, 0, len(statements) - 1, statements)]
     out: list[Segment] = []
     first, pending = 0, False       # pending: a backward-like statement, then updates only
     for i, s in enumerate(statements):
         nxt = statements[i + 1] if i + 1 < len(statements) else None
-        if granularity == "step":
+        if i in alone or i + 1 in alone:
+            if i in alone and first < i:        # the unit before it ends
+                out.append(Segment(len(out), first, i - 1, statements))
+                first = i
+            close, pending = True, False
+        elif granularity == "program":
+            close = False
+        elif granularity == "step":
             pending = ends_segment(s) or (pending and _update(s))
             close = pending and (nxt is None or not _update(nxt))
         else:
@@ -97,32 +106,166 @@ def _update(s: Stmt) -> bool:
     return s.op == "mode" and not ends_segment(s)
 
 
-def run(x: Any, statements: list[Stmt], granularity: str) -> None:
-    """Run a program's statements as units on x.e (the executor's run in progress, with
-    `e`, `trace`, `dead`, `current` and `stmt(s, path)`)."""
-    for g in split(statements, granularity):
-        start = len(x.trace.events)
-        done: list[int] = []
+@dataclass(frozen=True)
+class Failed:
+    """A unit of several statements that failed as a whole while it ran, with the error kind
+    of its failure. An error raised inside a compiled graph leaves the graph whole, past the
+    executor's capture of each statement's errors (a traced try/except does not catch it:
+    pytorch/torchdynamo#318), and what the graph's ops before it did cannot be told apart. The
+    executor then runs the program again from its start with those statements each a unit of
+    their own, and keeps that run where it explains the failure: one of them raises the same
+    kind there, as it would in the unit of a user's function without try/except. A failure of
+    no kind the spec names (OTHER: a compiler's own error) is not rerun: it stays the unit's."""
 
-        def body(g: Segment = g, done: list[int] = done) -> None:
-            for i in range(g.first, g.last + 1):
-                x.stmt(g.statements[i], str(i))
-                done.append(i)
-        try:
-            x.e.run_segment(body, g)
-        except Exception as exc:  # the unit failed as a whole: the engine's error is data
-            x.current = None
-            _fail(x, g, start, done, exc)
+    statements: frozenset[int]      # top-level indices
+    kind: str
+
+
+def predicted_to_raise(meta: dict[str, Any]) -> frozenset[int]:
+    """The top-level statements the program's generator predicts raise, or that hold one that
+    does (meta "expect": path -> error kind): each runs as a unit of its own, so that a unit
+    never fails at run time for an error the program draws on purpose (a rerun, `Rerun`, would
+    find them too, at the cost of running the program twice). A hint only: a path that names
+    no statement (a hand-edited or minimized program) isolates nothing, or the wrong one."""
+    expect = meta.get("expect") if isinstance(meta, dict) else None
+    if not isinstance(expect, dict):
+        return frozenset()
+    tops = (p.split(".", 1)[0] for p in expect if isinstance(p, str))
+    return frozenset(int(t) for t in tops if t.isdigit() and len(t) < 7)
+
+
+def run(x: Any, statements: list[Stmt], granularity: str,
+        alone: frozenset[int] = frozenset()) -> None:
+    """Run a program's statements as units on x.e (the executor's run in progress, with
+    `e`, `env`, `trace`, `dead`, `current` and `stmt(s, path)`); the statements in `alone`
+    each a unit of their own. A unit of several that fails as it runs is recorded as failed
+    (`_fail`) and appended to x.failed (`Failed`)."""
+    for g in split(statements, granularity, alone):
+        start = len(x.trace.events)
+        _unit(x, g)
         for ev in x.trace.events[start:]:
             ev.segment = g.id
 
 
-def _fail(x: Any, g: Segment, start: int, done: list[int], exc: Exception) -> None:
+def _unit(x: Any, g: Segment) -> None:
+    """Run g as one unit. If it fails as a whole before its unfinished statements ran (the
+    engine's `unit_not_started(exc)`: a compiler that could not compile the code holding them,
+    say because one of them raises), they run again: the first alone, then the rest as a unit,
+    so that an error stays on its statement and the statements after it still run, as they do
+    statement by statement."""
+    start = len(x.trace.events)
+    done: list[str] = []        # the paths of the top-level statements that finished
+
+    def body(g: Segment = g, done: list[str] = done) -> None:
+        env, steps = x.env, _steps(g)
+        _step(x, steps[0], done)
+        if len(steps) > 1:
+            _straight(x, env, steps[1:], done)
+    try:
+        x.e.run_segment(body, g)
+    except Exception as exc:  # the unit failed as a whole: the engine's error is data
+        x.current = None
+        unrun = getattr(x.e, "unit_not_started", None)
+        first = g.first + len(done)
+        if g.size > 1 and first <= g.last and callable(unrun) and unrun(exc) \
+                and len(x.trace.events) == start + _events(g, done):
+            _unit(x, Segment(g.index, first, first, g.statements))
+            if first < g.last:
+                _unit(x, Segment(g.index, first + 1, g.last, g.statements))
+        else:
+            kind = _fail(x, g, start, done, exc)
+            if g.size > 1 and kind != OTHER:    # a kind no statement raises explains nothing
+                x.failed.append(Failed(frozenset(range(g.first, g.last + 1)), kind))
+
+
+def explained(failed: list[Failed], trace: Any) -> bool:
+    """Whether a rerun's trace explains each failure of the run before it: a statement of the
+    failed unit (each now a unit of its own), or one nested in it, raises the same kind."""
+    errors = {(int(ev.path.split(".")[0]), ev.error) for ev in trace.events
+              if ev.status == "error"}
+    return all(any((i, f.kind) in errors for i in f.statements) for f in failed)
+
+
+def _events(g: Segment, done: list[str]) -> int:
+    """How many events the finished top-level statements `done` of g record."""
+    return sum(1 for path, _ in g.walk() if path.split(".")[0] in done)
+
+
+# How a unit's body runs its statements. An engine may trace `body` as one function (the
+# torch.compile engines: dynamo without fullgraph), and a tracer may treat a loop and
+# straight-line code differently: dynamo breaks the graph at a call it cannot trace and resumes
+# after it in straight-line code, but a graph break inside a for/while loop makes it skip the
+# whole frame and compile each function called below it alone (one graph per op). So the body
+# holds no loop: `_straight` is written out, one call per statement, and hands the statements
+# after its STRAIGHT to a fresh call of itself. It is fixed source, not generated: no text is
+# built or run. Dynamo also skips a frame that holds no tensor (the frame it resumes in after a
+# graph break included), so the frames that run statements hold `env`, the run's tensors; the
+# body runs a unit's first statement itself, as `env` may be empty before it (a program's first
+# unit). `_steps` pads a unit's statements with no-op steps to fill the last `_straight`.
+STRAIGHT = 32
+_PAD = ("", None)       # a no-op step
+
+
+def _steps(g: Segment) -> list[tuple[str, Stmt | None]]:
+    """(path, statement) for each top-level statement of g, padded with no-op steps so that
+    those after the first fill whole `_straight` calls."""
+    steps: list[tuple[str, Stmt | None]] = [(str(i), g.statements[i])
+                                            for i in range(g.first, g.last + 1)]
+    return steps + [_PAD] * (-(len(steps) - 1) % STRAIGHT)
+
+
+def _step(x: Any, step: tuple[str, Stmt | None], done: list[str]) -> None:
+    path, s = step
+    if s is not None:
+        x.stmt(s, path)
+        done.append(path)
+
+
+def _straight(x: Any, env: dict[str, Any], steps: list[tuple[str, Stmt | None]],
+              done: list[str]) -> None:
+    """Run steps[0..STRAIGHT-1], then the rest: straight-line code (see above)."""
+    _step(x, steps[0], done)
+    _step(x, steps[1], done)
+    _step(x, steps[2], done)
+    _step(x, steps[3], done)
+    _step(x, steps[4], done)
+    _step(x, steps[5], done)
+    _step(x, steps[6], done)
+    _step(x, steps[7], done)
+    _step(x, steps[8], done)
+    _step(x, steps[9], done)
+    _step(x, steps[10], done)
+    _step(x, steps[11], done)
+    _step(x, steps[12], done)
+    _step(x, steps[13], done)
+    _step(x, steps[14], done)
+    _step(x, steps[15], done)
+    _step(x, steps[16], done)
+    _step(x, steps[17], done)
+    _step(x, steps[18], done)
+    _step(x, steps[19], done)
+    _step(x, steps[20], done)
+    _step(x, steps[21], done)
+    _step(x, steps[22], done)
+    _step(x, steps[23], done)
+    _step(x, steps[24], done)
+    _step(x, steps[25], done)
+    _step(x, steps[26], done)
+    _step(x, steps[27], done)
+    _step(x, steps[28], done)
+    _step(x, steps[29], done)
+    _step(x, steps[30], done)
+    _step(x, steps[31], done)
+    if len(steps) > STRAIGHT:
+        _straight(x, env, steps[STRAIGHT:], done)
+
+
+def _fail(x: Any, g: Segment, start: int, done: list[str], exc: Exception) -> str:
     """Record the failure of unit g on every statement of it that had not finished (on its
     last statement if all had): status error, the kind of exc, a message naming the segment.
     Nested statements that had finished keep their events; the segment's events are put back
-    in program order."""
-    unfinished = {i for i in range(g.first, g.last + 1) if i not in done} or {g.last}
+    in program order. Returns the kind."""
+    unfinished = {i for i in range(g.first, g.last + 1) if str(i) not in done} or {g.last}
     kind = x.e.classify_error(exc) or OTHER
     first = (str(exc).strip().splitlines() or [""])[0]
     message = f"segment {g.id} failed as a unit: {type(exc).__name__}: {first[:300]}"
@@ -133,10 +276,17 @@ def _fail(x: Any, g: Segment, start: int, done: list[int], exc: Exception) -> No
         if int(path.split(".")[0]) in unfinished and (ev is None or "." not in path):
             ev = ev or Event(path, s.op)
             ev.status, ev.error, ev.message = "error", kind, message
-            x.dead.update(_binds(s))
+            if not _in_place(s):    # a failed in-place op leaves its target bound
+                x.dead.update(_binds(s))
         if ev is not None:
             events.append(ev)
     x.trace.events[start:] = events
+    return kind
+
+
+def _in_place(s: Stmt) -> bool:
+    kind = KINDS.get(s.op)
+    return kind is not None and kind.in_place
 
 
 def _binds(s: Stmt) -> list[str]:

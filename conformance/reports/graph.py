@@ -90,7 +90,8 @@ def capture(program: Program, engine: Engine, at: str | None = None) -> dict[str
             if engine.granularity == "statement":
                 run.block(stmts, "")
             else:
-                segments.run(run, stmts, engine.granularity)
+                segments.run(run, stmts, engine.granularity,
+                             segments.predicted_to_raise(program.meta))
             live = {n: t for n, t in run.env.items() if n not in run.dead}
             data = engine.graph_of(live)
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .segment_torch import SegmentTorch
 
-LONGEST = 12
+LONGEST = 10
 
 
 class UnitFails(SegmentTorch):

@@ -12,12 +12,13 @@ from conformance.engines import load_engine
 from conformance.judge.compare import compare
 from conformance.judge.executor import execute
 from conformance.judge.localise import UNIT, localise
-from conformance.judge.segments import split
+from conformance.judge.segments import STRAIGHT, predicted_to_raise, split
 from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
 from conformance.runner import default_source, program_seeds, run_campaign
 from tests.broken_engines import (
     no_grad_ignored,
+    segment_error_escapes,
     segment_no_grad_after_backward,
     segment_no_grad_ignored,
     segment_program,
@@ -108,7 +109,7 @@ def test_correct_segment_and_program_engines_do_not_diverge(module):
         engine.units.clear()
         trace = execute(p, engine)
         assert compare(p, execute(p, oracle()), trace) == [], p.seed
-        segments = split(p.statements, engine.granularity)
+        segments = split(p.statements, engine.granularity, predicted_to_raise(p.meta))
         assert engine.units == [g.id for g in segments]
         want = {path: g.id for g in segments for path, _ in g.walk()}
         assert {ev.path: ev.segment for ev in trace.events} == want
@@ -128,7 +129,7 @@ def test_a_divergence_only_the_unit_shows_is_attributed_to_its_segment():
     assert len(found) >= 5
     at_the_unit = 0
     for p, o, divs in found:
-        ids = [g.id for g in split(p.statements)]
+        ids = [g.id for g in split(p.statements, alone=predicted_to_raise(p.meta))]
         # shown by the unit itself, or by a later observation of what it did (a grad_fn,
         # read by the closing sweep): never before it
         assert all(d.segment in ids[1:] for d in divs), (p.seed, str(divs[0]))
@@ -142,7 +143,8 @@ def test_a_unit_that_fails_as_a_whole_marks_its_unfinished_statements():
     found = divergent(engine)
     assert len(found) >= 5
     for p, o, divs in found:
-        long = [g for g in split(p.statements) if g.size > segment_unit_fails.LONGEST]
+        long = [g for g in split(p.statements, alone=predicted_to_raise(p.meta))
+                if g.size > segment_unit_fails.LONGEST]
         by_path = execute(p, engine).by_path()
         for path, _ in long[0].walk():
             ev = by_path[path]
@@ -203,3 +205,138 @@ def test_a_campaign_reports_the_segment_and_where_the_replay_localised_it(tmp_pa
                          size=20, seed=4, out_dir=tmp_path / "plain", progress=None, probe=False)
     assert plain.divergences
     assert all("localised_to" not in d and "segment" not in d for d in plain.divergences)
+
+
+@pytest.mark.parametrize("size", [1, 2, STRAIGHT, STRAIGHT + 1, STRAIGHT + 2, 2 * STRAIGHT + 7])
+def test_a_unit_runs_each_of_its_statements_once_in_order_whatever_its_length(size):
+    """The body is written out, STRAIGHT statements a call (segments.py): a unit of any length
+    runs every statement once, in order, as statement by statement; a failing unit marks the
+    statements after its last finished one (here none finished: all of them)."""
+    stmts = [leaf("x", [1.0, 2.0], [2])] + [
+        S("call", out=f"y{i}", args=[f"y{i - 1}" if i else "x", 1.0], params={"fn": "add"})
+        for i in range(size - 1)]
+    p = Program(stmts)
+    engine = segment_program.factory()
+    trace = execute(p, engine)
+    assert engine.units == [f"0-{size - 1}"]
+    assert [ev.path for ev in trace.events] == [str(i) for i in range(size)]
+    assert compare(p, execute(p, oracle()), trace) == []
+
+    class FailsBeforeBody(Broken):
+        granularity = "program"
+
+        def run_segment(self, body, segment):
+            raise RuntimeError("the unit could not start")
+    failed = execute(p, FailsBeforeBody())
+    assert [(ev.path, ev.status) for ev in failed.events] == [
+        (str(i), "error") for i in range(size)]
+
+
+class NotStarted(RuntimeError):
+    """A unit refused before any of it ran."""
+
+
+class RefusesUnitsWithAnInPlaceWrite(Broken):
+    """Refuses, before running it, every unit of more than one statement that holds an in-place
+    write (as a compiler that cannot compile code in which an op raises), and says so through
+    `unit_not_started`; with `says` False it does not say so."""
+
+    granularity = "segment"
+    says = True
+
+    def run_segment(self, body, segment):
+        if segment.size > 1 and any(s.op == "inplace" for _, s in segment.walk()):
+            raise NotStarted("cannot compile this unit")
+        body()
+
+    def unit_not_started(self, exc):
+        return self.says and isinstance(exc, NotStarted)
+
+
+def test_a_unit_refused_before_it_ran_reruns_its_statements_so_errors_stay_on_theirs():
+    p = Program([leaf("x", [1.0, 2.0], [2]),
+                 S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 S("inplace", target="x", args=[1.0], params={"fn": "add_"}),   # a leaf: raises
+                 S("call", out="z", args=["y", 3.0], params={"fn": "mul"}),
+                 S("call", out="l", args=["z"], params={"fn": "sum", "kw": {"dim": None}}),
+                 S("backward", target="l"), obs("x", "grad")])
+    o = execute(p, oracle())
+    assert [ev.status for ev in o.events] == ["ok", "ok", "error", "ok", "ok", "ok", "ok"]
+    engine = RefusesUnitsWithAnInPlaceWrite()
+    trace = execute(p, engine)
+    assert compare(p, o, trace) == []
+    assert [ev.segment for ev in trace.events] == ["0-5"] * 6 + ["6-6"]
+    engine.says = False         # the unit failed as a whole: every statement of it errs
+    trace = execute(p, engine)
+    assert [ev.status for ev in trace.events] == ["error"] * 6 + ["skipped"]   # x is dead
+
+
+def test_a_statement_left_alone_is_a_unit_of_its_own_at_every_granularity():
+    stmts = two_backwards().statements      # units 0-3, 4-5, 6-7
+    assert [g.id for g in split(stmts, "segment", frozenset({2}))] == [
+        "0-1", "2-2", "3-3", "4-5", "6-7"]
+    assert [g.id for g in split(stmts, "segment", frozenset({0, 3, 7}))] == [
+        "0-0", "1-2", "3-3", "4-5", "6-6", "7-7"]
+    assert [g.id for g in split(stmts, "program", frozenset({5}))] == ["0-4", "5-5", "6-7"]
+    assert [g.id for g in split(stmts, "program", frozenset({99}))] == ["0-7"]
+    for granularity in ("segment", "program", "step"):     # every statement once, in order
+        for alone in (frozenset(), frozenset({1}), frozenset(range(8))):
+            units = split(stmts, granularity, alone)
+            assert [i for g in units for i in range(g.first, g.last + 1)] == list(range(8))
+            assert all(g.size == 1 for g in units if g.first in alone)
+
+
+def test_statements_the_generator_predicts_raise_are_read_from_meta_defensively():
+    assert predicted_to_raise({"expect": {"3": "LEAF_INPLACE", "10.1": "GRAPH_FREED"}}) == {
+        3, 10}
+    for meta in ({}, {"expect": None}, {"expect": ["3"]}, {"expect": {"x": "A", "-1": "B",
+                                                                       "1e3": "C", "9" * 9: "D"}}):
+        assert predicted_to_raise(meta) == frozenset(), meta
+    drawn = [p for p in generated() if p.meta.get("expect")]
+    assert len(drawn) >= 10
+    for p in drawn:         # each a unit of its own, where a backward-like one ends anyway
+        alone = predicted_to_raise(p.meta)
+        assert {int(path.split(".")[0]) for path in p.meta["expect"]} == alone
+        units = split(p.statements, "segment", alone)
+        assert all(any(g.id == f"{i}-{i}" for g in units) for i in alone)
+
+
+def test_a_unit_whose_error_escapes_it_is_rerun_with_its_statements_alone():
+    """No prediction to go by (meta dropped): the unit fails, the program runs again with that
+    unit's statements each a unit, and that run, which explains the failure, is the trace."""
+    engine = segment_error_escapes.factory()
+    checked = 0
+    for p in generated():
+        bare = Program(p.statements, seed=p.seed)
+        o = execute(bare, oracle())
+        if not any(ev.status == "error" and ev.op == "inplace" for ev in o.events):
+            continue
+        engine.units.clear()
+        trace = execute(bare, engine)
+        assert compare(bare, o, trace) == [], p.seed
+        assert [ev.status for ev in trace.events] == [ev.status for ev in o.events]
+        reran = [u for u in engine.units if u == "0-0" or u.startswith("0-")]
+        assert len(reran) >= 2, engine.units        # the program ran from its start again
+        checked += 1
+    assert checked >= 3
+
+
+class FailsWithASpecKind(Broken):
+    """Every unit of several statements fails after its body with LEAF_INPLACE's error, which
+    none of its statements raises alone: a rerun does not explain the failure, which stays."""
+
+    granularity = "segment"
+
+    def run_segment(self, body, segment):
+        body()
+        if segment.size > 1:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+
+def test_a_unit_failure_no_statement_explains_stays_the_unit_s():
+    p = two_backwards()
+    trace = execute(p, FailsWithASpecKind())
+    bad = [(ev.path, ev.error) for ev in trace.events if ev.status == "error"]
+    assert bad == [("3", "LEAF_INPLACE"), ("5", "LEAF_INPLACE"), ("7", "LEAF_INPLACE")]
+    assert trace.by_path()["3"].message.startswith("segment 0-3 failed as a unit")

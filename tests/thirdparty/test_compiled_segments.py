@@ -55,6 +55,31 @@ def test_the_three_engines_load_with_segment_granularity():
         assert twin.granularity == "statement" and twin.capabilities == e.capabilities
 
 
+
+@pytest.mark.parametrize("name", ["torch-compile-eager", "torch-compile-aot-eager"])
+def test_a_segment_s_statements_compile_into_one_graph_between_graph_breaks(tce, name,
+                                                                          monkeypatch):
+    """The unit is one dynamo frame: the ops of consecutive statements with no graph break
+    between them land in one FX graph, as in a user's function of the same statements. (A
+    segment body that loops over its statements is skipped by dynamo at the first graph
+    break, the leaf made with requires_grad here, and each op becomes a graph of its own.)"""
+    from torch._dynamo.backends.registry import lookup_backend
+    graphs: list[list[str]] = []
+    e = tce if name == "torch-compile-eager" else load_engine(name)
+    compiler = lookup_backend(e.backend)
+
+    def recording(gm, example_inputs):
+        graphs.append([getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes
+                       if n.op in ("call_function", "call_method")])
+        return compiler(gm, example_inputs)
+    prog = Program([_leaf("x", [1.0, 2.0], [2]), _call("a", "mul", "x", 2.0),
+                    _call("b", "add", "a", 1.0), _call("c", "sin", "b"),
+                    _see("c", "value")])
+    monkeypatch.setattr(e, "backend", recording)   # dynamo's graphs, recorded, then compiled
+    a, b = execute(prog, e), execute(prog, torch_engine())
+    assert not compare(prog, b, a) and a.events[4].value == b.events[4].value
+    assert ["mul", "add", "sin"] in graphs, graphs
+
 # One segment (statements 0-9, ending at the backward) holding a view, an in-place write
 # through it, retain_grad and a scaling hook on intermediates, then observations.
 PROGRAM = [
