@@ -354,8 +354,9 @@ class Engine(ABC):
         first alone, then the rest as a unit (judge/segments.py). A unit of several that fails
         with an error kind the spec names makes the executor run the program again from its
         start, that unit's statements each a unit of its own; that run stands where one of them
-        raises the same kind. Statements the program predicts raise (its meta "expect") are
-        units of their own from the start."""
+        raises the same kind and the statements before the failure record the same there.
+        Statements the program predicts raise (its meta "expect") are units of their own from
+        the start."""
         body()
 
     def eager(self) -> Engine:

@@ -153,27 +153,37 @@ def execute(program: Program, engine: Engine,
     (conformance/judge/segments.py). `on_statement(path)` is called as each statement begins
     (a worker's progress: conformance/campaign/pool.py). `engine.begin_program()` is called
     first (per-program setup, e.g. a compiler's cache reset)."""
+    return settled(program, engine, on_statement).trace
+
+
+def settled(program: Program, engine: Engine,
+            on_statement: Callable[[str], None] | None = None, keep: bool = False) -> _Run:
+    """The run whose trace `execute` returns; with `keep`, its names are still bound (the
+    caller clears `env`: a graph drawn of them, conformance/reports/graph.py)."""
     if engine.granularity == "statement":
-        return _run_once(program, engine, on_statement, frozenset()).trace
+        return _run_once(program, engine, on_statement, frozenset(), keep)
     alone = segments.predicted_to_raise(program.meta)
     mode = grad_mode(engine)
-    run = _run_once(program, engine, on_statement, alone)
+    run = _run_once(program, engine, on_statement, alone, keep)
     # A unit that failed as it ran: the program again, each of its statements a unit of its
-    # own (segments.Failed); that run stands where it explains every such failure. Each rerun
-    # isolates statements not yet alone, so this ends.
+    # own (segments.Failed); that run stands where it explains every such failure and agrees
+    # with the failed run before it. Each rerun isolates statements not yet alone, so this ends.
     while run.failed:
         alone = alone.union(*(f.statements for f in run.failed))
         if mode is not None and grad_mode(engine) != mode:
             engine.grad_mode("set_grad_enabled", mode)  # sets the mode when made (MODE-3)
-        again = _run_once(program, engine, on_statement, alone)
-        if not segments.explained(run.failed, again.trace):
+        again = _run_once(program, engine, on_statement, alone, keep)
+        if not (segments.explained(run.failed, again.trace)
+                and segments.agrees(run.failed, run.trace, again.trace)):
+            again.env.clear()
             break
+        run.env.clear()
         run = again
-    return run.trace
+    return run
 
 
 def _run_once(program: Program, engine: Engine, on_statement: Callable[[str], None] | None,
-              alone: frozenset[int]) -> _Run:
+              alone: frozenset[int], keep: bool = False) -> _Run:
     run = _Run(engine, on_statement)
     begin = getattr(engine, "begin_program", None)
     if callable(begin):     # an adapter that does not subclass Engine may lack it
@@ -187,5 +197,6 @@ def _run_once(program: Program, engine: Engine, on_statement: Callable[[str], No
         # The hooks a program registers hold the run, which holds its tensors: a cycle only
         # the garbage collector would free, at some later statement. Dropping the names frees
         # them now, while warnings are still recorded (and, belonging to no statement, dropped).
-        run.env.clear()
+        if not keep:
+            run.env.clear()
     return run

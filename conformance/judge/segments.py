@@ -114,24 +114,28 @@ class Failed:
     pytorch/torchdynamo#318), and what the graph's ops before it did cannot be told apart. The
     executor then runs the program again from its start with those statements each a unit of
     their own, and keeps that run where it explains the failure: one of them raises the same
-    kind there, as it would in the unit of a user's function without try/except. A failure of
+    kind there, as it would in the unit of a user's function without try/except, and agrees
+    with the failed run on every statement before the failure (`agrees`: else the unit showed
+    something its statements alone do not, and the failed run is the finding). A failure of
     no kind the spec names (OTHER: a compiler's own error) is not rerun: it stays the unit's."""
 
     statements: frozenset[int]      # top-level indices
     kind: str
+    at: int = 0                     # the first top-level statement the failure marked
 
 
 def predicted_to_raise(meta: dict[str, Any]) -> frozenset[int]:
     """The top-level statements the program's generator predicts raise, or that hold one that
     does (meta "expect": path -> error kind): each runs as a unit of its own, so that a unit
-    never fails at run time for an error the program draws on purpose (a rerun, `Rerun`, would
+    never fails at run time for an error the program draws on purpose (a rerun, `Failed`, would
     find them too, at the cost of running the program twice). A hint only: a path that names
     no statement (a hand-edited or minimized program) isolates nothing, or the wrong one."""
     expect = meta.get("expect") if isinstance(meta, dict) else None
     if not isinstance(expect, dict):
         return frozenset()
     tops = (p.split(".", 1)[0] for p in expect if isinstance(p, str))
-    return frozenset(int(t) for t in tops if t.isdigit() and len(t) < 7)
+    # ASCII digits only: str.isdigit() is also true of '²', which int() refuses
+    return frozenset(int(t) for t in tops if t.isascii() and t.isdigit() and len(t) < 7)
 
 
 def run(x: Any, statements: list[Stmt], granularity: str,
@@ -175,7 +179,8 @@ def _unit(x: Any, g: Segment) -> None:
         else:
             kind = _fail(x, g, start, done, exc)
             if g.size > 1 and kind != OTHER:    # a kind no statement raises explains nothing
-                x.failed.append(Failed(frozenset(range(g.first, g.last + 1)), kind))
+                x.failed.append(Failed(frozenset(range(g.first, g.last + 1)), kind,
+                                       min(first, g.last)))
 
 
 def explained(failed: list[Failed], trace: Any) -> bool:
@@ -184,6 +189,22 @@ def explained(failed: list[Failed], trace: Any) -> bool:
     errors = {(int(ev.path.split(".")[0]), ev.error) for ev in trace.events
               if ev.status == "error"}
     return all(any((i, f.kind) in errors for i in f.statements) for f in failed)
+
+
+def agrees(failed: list[Failed], before: Any, after: Any) -> bool:
+    """Whether a rerun's trace `after` records what the failed run's trace `before` did for
+    every statement before the first failure: a statement that finished in a unit of several
+    and differs when alone shows a difference only the unit makes, which a rerun must not
+    hide. Messages and segment ids are not compared."""
+    first = min(f.at for f in failed)
+    theirs = {ev.path: _said(ev) for ev in after.events}
+    return all(theirs.get(ev.path) == _said(ev) for ev in before.events
+               if int(ev.path.split(".")[0]) < first)
+
+
+def _said(ev: Event) -> str:
+    return repr((ev.op, ev.status, ev.error, ev.warnings, ev.value, ev.dtype, ev.hooks,
+                 ev.shapes))
 
 
 def _events(g: Segment, done: list[str]) -> int:

@@ -16,16 +16,14 @@ writer calls, turns every failure into one line of the folder's notes.txt.
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..engines.base import Engine, grad_mode
-from ..judge import segments
 from ..judge.compare import Divergence
-from ..judge.executor import _Run, names
+from ..judge.executor import names, settled
 from ..lang.program import Program, Stmt
 
 PICTURES = ("graph-oracle", "graph-engine")     # a divergence folder's, without the suffix
@@ -74,28 +72,23 @@ def truncate(program: Program, at: str | None) -> Program:
 
 def capture(program: Program, engine: Engine, at: str | None = None) -> dict[str, Any]:
     """Run `program` on `engine` up to statement `at` (None: all of it) and return the graph
-    of the tensors then bound (Engine.graph_of), with `engine`, `version` and `at`. The
-    executor's run is driven directly, not through `execute`, because `execute` drops the
-    tensors when the program ends, before anything could look at their graph. Grad mode is
-    put back as it was, since this may run in a campaign's own process."""
+    of the tensors then bound (Engine.graph_of), with `engine`, `version` and `at`. The run is
+    the one `execute` keeps (`settled`: a failed unit's rerun included), with its tensors still
+    bound, where `execute` drops them when the program ends. Grad mode is put back as it was,
+    since this may run in a campaign's own process."""
     if "grad_fn" not in engine.capabilities:
         raise GraphError(f"engine {engine.name} lacks the grad_fn capability: it cannot say "
                          "what its graph is")
-    stmts = truncate(program, at).statements
     mode = grad_mode(engine)
-    run = _Run(engine)
+    run = None
     try:
-        with warnings.catch_warnings(record=True) as run.caught:
-            warnings.simplefilter("always")
-            if engine.granularity == "statement":
-                run.block(stmts, "")
-            else:
-                segments.run(run, stmts, engine.granularity,
-                             segments.predicted_to_raise(program.meta))
-            live = {n: t for n, t in run.env.items() if n not in run.dead}
-            data = engine.graph_of(live)
+        # as `execute` runs it (units, reruns of a failed unit: judge/executor.py, settled)
+        run = settled(truncate(program, at), engine, keep=True)
+        live = {n: t for n, t in run.env.items() if n not in run.dead}
+        data = engine.graph_of(live)
     finally:
-        run.env.clear()
+        if run is not None:
+            run.env.clear()
         if mode is not None and grad_mode(engine) != mode:
             engine.grad_mode("set_grad_enabled", mode)  # sets the mode when made (MODE-3)
     return {**data, "engine": engine.name, "version": engine.version, "at": at}
