@@ -91,6 +91,27 @@ class _Budget(Exception):
     pass
 
 
+def _meta_for(program: Program, stmts: list[Stmt]) -> dict:
+    """program's meta for a candidate made of some of its statements: the generator's
+    predictions ("expect": path -> error kind, which segment engines read to run a statement
+    that raises as a unit of its own: judge/segments.py) follow each top-level statement still
+    there, unchanged, to its new index; those of statements dropped or rewritten (a block whose
+    body was shrunk) are dropped, as their paths would name other statements."""
+    meta = dict(program.meta)
+    expect = meta.get("expect")
+    if not isinstance(expect, dict):
+        return meta
+    was = {id(s): i for i, s in enumerate(program.statements)}
+    now = {was[id(s)]: j for j, s in enumerate(stmts) if id(s) in was}
+    moved = {}
+    for path, kind in expect.items():
+        top, dot, rest = str(path).partition(".")
+        if top.isascii() and top.isdigit() and len(top) < 7 and int(top) in now:
+            moved[f"{now[int(top)]}{dot}{rest}"] = kind
+    meta["expect"] = moved
+    return meta
+
+
 def minimize(program: Program, test: Callable[[Program], bool], max_tests: int = 400,
              max_seconds: float = 10.0) -> Program:
     """The smallest program found that still passes `test` (the input if none is smaller)."""
@@ -112,7 +133,7 @@ def minimize(program: Program, test: Callable[[Program], bool], max_tests: int =
         return ok
 
     def build_top(stmts: list[Stmt]) -> Program:
-        return Program(stmts, seed=program.seed, meta=dict(program.meta))
+        return Program(stmts, seed=program.seed, meta=_meta_for(program, stmts))
 
     best = list(program.statements)
     try:

@@ -54,3 +54,35 @@ def test_minimize_respects_its_budget():
     small = minimize(p, test, max_tests=3)
     assert len(calls) == 3
     assert any(s.op == "retain_grad" for s in small.statements)     # the last good one
+
+
+def test_the_generator_s_predictions_follow_their_statements_as_it_shrinks():
+    """meta "expect" names statements by path (segment engines run a statement predicted to
+    raise as a unit of its own): every candidate's, and the result's, must name the same
+    statements as the original's, dropped where the statement is gone or was rewritten."""
+    stmts = [leaf("x", [1.0, 2.0], [2], rg=True), leaf("k", [1.0], []),
+             S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+             S("inplace", target="x", args=[1.0], params={"fn": "add_"}),
+             S("mode", params={"mode": "no_grad"},
+               body=[leaf("u", [1.0], []), S("inplace", target="x", args=[1.0],
+                                                  params={"fn": "mul_"})]),
+             obs("y", "value")]
+    expect = {"3": "LEAF_INPLACE", "4.1": "LEAF_INPLACE"}
+    p = Program(stmts, seed=5, meta={"expect": dict(expect), "generator": 22})
+    seen = []
+
+    def test(q: Program) -> bool:
+        for path, kind in q.meta["expect"].items():
+            top, _, rest = path.partition(".")
+            s = q.statements[int(top)]
+            if rest:
+                s = s.body[int(rest)]
+            seen.append((s.op, s.params["fn"], kind))
+        assert q.meta["generator"] == 22
+        return any(s.op == "inplace" for s in q.statements)
+    small = minimize(p, test)
+    assert [s.op for s in small.statements] == ["leaf", "inplace"]
+    assert small.meta["expect"] == {"1": "LEAF_INPLACE"}
+    assert seen and set(seen) <= {("inplace", "add_", "LEAF_INPLACE"),
+                                  ("inplace", "mul_", "LEAF_INPLACE")}
+    assert p.meta["expect"] == expect           # the original's meta is not touched
