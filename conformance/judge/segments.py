@@ -117,7 +117,10 @@ class Failed:
     kind there, as it would in the unit of a user's function without try/except, and agrees
     with the failed run on every statement before the failure (`agrees`: else the unit showed
     something its statements alone do not, and the failed run is the finding). A failure of
-    no kind the spec names (OTHER: a compiler's own error) is not rerun: it stays the unit's."""
+    no kind the spec names (OTHER: a compiler's own error) is not rerun: it stays the unit's.
+    A limit: a unit that raised kind K spuriously, where a later statement of it also raises K
+    of its own, is taken for the later one's error (which op of a graph raised cannot be
+    known); the statements before the first marked still have to agree."""
 
     statements: frozenset[int]      # top-level indices
     kind: str
@@ -129,7 +132,8 @@ def predicted_to_raise(meta: dict[str, Any]) -> frozenset[int]:
     does (meta "expect": path -> error kind): each runs as a unit of its own, so that a unit
     never fails at run time for an error the program draws on purpose (a rerun, `Failed`, would
     find them too, at the cost of running the program twice). A hint only: a path that names
-    no statement (a hand-edited or minimized program) isolates nothing, or the wrong one."""
+    no statement (a hand-edited program) isolates nothing, or the wrong one; the minimizer
+    moves the paths with their statements (judge/minimize.py)."""
     expect = meta.get("expect") if isinstance(meta, dict) else None
     if not isinstance(expect, dict):
         return frozenset()
