@@ -120,7 +120,9 @@ class Gen(BackwardPasses):
 
     def emit(self, stmt: Stmt, clauses: Iterable[str] = (), expect: str | None = None) -> Stmt:
         """Append stmt; `expect` is the error kind the model predicts it raises."""
-        stmt.clauses = self.tags(clauses)
+        blocked = self._blocked      # (tags, inlined: every statement passes here)
+        stmt.clauses = [c for c in dict.fromkeys(clauses) if c not in blocked] if blocked \
+            else list(dict.fromkeys(clauses))
         self.out.append(stmt)
         self.emitted += 1
         if expect:
@@ -202,11 +204,13 @@ class Gen(BackwardPasses):
         rg = self.grad_enabled and any_rg
         t = T(name, tuple(shape), dtype, rg, not rg, Storage(),
               origin=origin if rg or not any_rg else "no_grad")
-        if rg and any(i.graph_open == 2 for i in inputs):
-            t.graph_open = 1            # its edges lead into a gradient's graph (UNSPEC-9)
         if rg:
+            for i in inputs:
+                if i.graph_open == 2:
+                    t.graph_open = 1    # its edges lead into a gradient's graph (UNSPEC-9)
+                    break
             t.node = Node(parents=[i.node for i in inputs if i.rg and i.node is not None],
-                          saved=[(s, s.version) for s in saved])
+                          saved=[(s, s.version) for s in saved] if saved else [])
         if self.inference:      # an inference tensor (INFER-2); add_view corrects a view's
             t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t

@@ -277,7 +277,7 @@ class Sweep(Kind):
     def emit_end(self, g) -> None:
         """Emit the sweep that ends a program: every observable of every live tensor that
         observing would not leave unspecified (the filters of an observe statement's draw)."""
-        items, clauses = [], []
+        items, clauses, used = [], [], set()
         blocks, caps = self._blocks, g.caps
         seen, copy_views = g.made_inference, g.copy_views
         for t in g.live():
@@ -289,7 +289,9 @@ class Sweep(Kind):
                 block = blocks[key] = self._block(g, key)
             name = t.name
             items += [[name, what, list(cl)] for what, cl in block[0]]
-            clauses += block[1]
+            if id(block) not in used:   # a block met before adds no clause not already met
+                used.add(id(block))
+                clauses += block[1]
         if items:
             g.emit(Stmt("sweep", params={"of": items}), clauses)
 

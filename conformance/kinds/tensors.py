@@ -164,11 +164,16 @@ class Call(Kind):
             t.exact = all(g.tensors[n].exact_now() for n in args if isinstance(n, str))
             g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
             return True
-        if row.kink_clause and any(i.at_kink for i in inputs):
+        rg_in = at_kink = False          # (loops, not any(): every call passes here)
+        exact = row.exact
+        for i in inputs:
+            rg_in = rg_in or i.rg
+            at_kink = at_kink or i.at_kink
+            exact = exact and i.exact_now()
+        if row.kink_clause and at_kink:
             cl.append(row.kink_clause)
-        rg_in = any(i.rg for i in inputs)
         t = g.result(shape, dtype, inputs, saved if rg_in else [])
-        t.exact = row.exact and all(i.exact_now() for i in inputs)
+        t.exact = exact
         if t.node is not None:
             t.node.holds = fn in ops.HOLDS
             if fn in ops.SAVES_OUTPUT:

@@ -30,7 +30,7 @@ def _packed_clauses(nodes: list[Node], kind: str | None) -> list[str]:
     return cl
 
 
-def _hook_clauses(nodes: list[Node], live: list[T], ids: set[int],
+def _hook_clauses(nodes: list[Node], live: list[T], ids: set[Node],
                   hooked: list[Node] | None) -> list[str]:
     cl: list[str] = []
     in_pass = [n for n in nodes if n.hooks]
@@ -43,12 +43,15 @@ def _hook_clauses(nodes: list[Node], live: list[T], ids: set[int],
             cl.append("HOOK-14")
         if any(len(n.hooks) > 1 for n in in_pass):
             cl.append("HOOK-2")
-    if (hooked is None or any(id(n) not in ids for n in hooked)) and any(
-            n.hooks and id(n) not in ids
-            for n in reach(t.node for t in live if t.node is not None)):
-        cl.append("HOOK-9")
-    if any(n.post_hooks for n in nodes):
-        cl.append("HOOK-13")
+    if hooked is None or not ids.issuperset(hooked):
+        for n in reach([t.node for t in live if t.node is not None]):
+            if n.hooks and n not in ids:
+                cl.append("HOOK-9")
+                break
+    for n in nodes:
+        if n.post_hooks:
+            cl.append("HOOK-13")
+            break
     return cl
 
 
@@ -57,10 +60,9 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     """The clauses a backward pass over `nodes` exercises; `kind` is the error it raises.
     `live` are the tensors a program can still name; `hooked`, when given, every node that
     has tensor hooks (a shortcut: without it they are searched for)."""
-    ids: set[int] = set()
+    ids = set(nodes)        # nodes hash by identity (eq=False)
     freed = frozen = node_hooks = inplace = False
     for n in nodes:
-        ids.add(id(n))
         freed = freed or n.freed
         frozen = frozen or (n.frozen and not n.moved)
         node_hooks = node_hooks or bool(n.node_hooks)
@@ -78,7 +80,7 @@ def backward_clauses(live: list[T], nodes: list[Node], kind: str | None,
     outside = False         # a leaf with a .grad that the pass does not reach
     for t in live:
         if t.rg and t.node is not None:
-            if id(t.node) in ids:
+            if t.node in ids:
                 if t.leaf and t.has_grad:
                     cl.append("LEAF-7")
                 if t.retains:

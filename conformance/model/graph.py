@@ -31,7 +31,10 @@ def carried(nodes: list[Node]) -> set[int]:
     """The ids of those of `nodes` (a pass's, from the roots on) that the pass sends a gradient
     to: all, but for a parent a custom Function's backward returns None for (Node.cut) that no
     other path reaches (FUNC-6)."""
-    if not any(n.cut for n in nodes):
+    for n in nodes:
+        if n.cut:
+            break
+    else:
         return {id(n) for n in nodes}
     below = {id(p) for n in nodes for p in n.parents}
     ids = {id(n) for n in nodes}
@@ -51,7 +54,7 @@ def leaf_ids(node: Node) -> frozenset[int]:
     parents never change, and the generator asks again for every candidate operand."""
     found = node.leaves
     if found is None:
-        found = node.leaves = frozenset(id(n) for n in reach([node]) if n.leaf)
+        found = node.leaves = frozenset([id(n) for n in reach([node]) if n.leaf])
     return found
 
 
@@ -88,14 +91,15 @@ def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
     nodes = reach(roots)
     if not inputs:
         return nodes
-    goals = {id(u.node) for u in inputs if u.node is not None}
-    memo: dict[int, bool] = {}
+    goals = {u.node for u in inputs if u.node is not None}
+    memo: dict[Node, bool] = {}     # nodes hash by identity (eq=False)
 
     def leads(n: Node) -> bool:
-        if id(n) not in memo:
-            memo[id(n)] = False
-            memo[id(n)] = id(n) in goals or any(leads(p) for p in n.parents)
-        return memo[id(n)]
+        found = memo.get(n)
+        if found is None:
+            memo[n] = False
+            found = memo[n] = n in goals or any(leads(p) for p in n.parents)
+        return found
     return [n for n in nodes if leads(n)]
 
 
@@ -123,8 +127,9 @@ def predict(nodes: list[Node], accumulates: bool = True,
     saved input detached in place raises before its version is checked (VER-16). set_()'s
     node refuses to run (DATA-8) and runs as soon as it is ready (HOOK-14): only what the
     nodes on the way to it raise comes first."""
-    if any(n.refuses or n.detached for n in nodes):
-        return _first_failure(nodes, accumulates, unrun)[0]
+    for n in nodes:         # (a loop, not any(): every pass's prediction asks)
+        if n.refuses or n.detached:
+            return _first_failure(nodes, accumulates, unrun)[0]
     return _predict(nodes, accumulates, unrun)
 
 
@@ -175,7 +180,7 @@ def _first_failure(nodes: list[Node], accumulates: bool, unrun: frozenset[int]
 def _predict(nodes: list[Node], accumulates: bool, unrun: frozenset[int]) -> str | None:
     version = shape = moved = returning = unpack = detached = False
     for n in nodes:
-        if id(n) in unrun:
+        if unrun and id(n) in unrun:
             pass
         elif n.freed and (n.saved or n.holds):
             return "GRAPH_FREED"
@@ -222,7 +227,11 @@ def after_backward(live: list[T], nodes: list[Node], retain: bool | None,
     it wrote (the inputs, or the leaves and retaining tensors it reached)."""
     ids = carried(nodes)
     # the pass computed with a packed value written since it was packed (SAVED-6)
-    written = any(n.packed and any(st.version != v for st, v in n.saved) for n in nodes)
+    written = False
+    for n in nodes:
+        if n.packed and any(st.version != v for st, v in n.saved):
+            written = True
+            break
     through = tuple(dict.fromkeys(c for n in nodes for c in n.fn))    # custom Functions run
     if not retain:
         for n in nodes:

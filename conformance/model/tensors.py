@@ -49,7 +49,7 @@ class Node:
     moved: bool = False              # ... and its tensor is a non-leaf now: INPLACE-15
     detached: bool = False           # saved as itself an input detached in place since (VER-16)
     refuses: bool = False            # set_()'s node, which has no derivative (DATA-8)
-    seq: int = field(default_factory=lambda: next(_created), repr=False)
+    seq: int = field(default_factory=_created.__next__, repr=False)
     reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
     leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 
@@ -144,10 +144,12 @@ class T:
         are drawn on such tensors only: ops.Op.jumps)."""
         if not self.exact:
             return False
-        own, mem = self.storage, self.memory().storage
+        own, mem = self.storage, (self.shares or self).storage
         # a copy that torch may have made a view (Storage.may_reach) reads what its source holds
-        return not any(s.overwritten or s.doubt for s in (own, mem, *own.may_reach,
-                                                          *mem.may_reach))
+        for s in (own, mem, *own.may_reach, *mem.may_reach):
+            if s.overwritten or s.doubt:
+                return False
+        return True
 
     def wrote(self) -> None:
         """Record an in-place write into its memory (and into what it may be a view of)."""
