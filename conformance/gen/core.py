@@ -42,6 +42,7 @@ from .vocabulary import (  # noqa: F401  (their home; imported from here too)
 )
 
 _KINKS = frozenset(KINKS)
+_NUMEL = {shape: model.numel(shape) for shape in SHAPES}     # (most leaves draw one of them)
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 
 
@@ -172,7 +173,8 @@ class Gen(BackwardPasses):
         self.counter += 1
         name = f"t{self.counter}"
         if values is None:
-            values = self.draw_values(model.numel(shape), dtype)
+            n = _NUMEL.get(shape)
+            values = self.draw_values(model.numel(shape) if n is None else n, dtype)
         self.emit(Stmt("leaf", out=name, params={"values": values, "shape": list(shape),
                                                   "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)

@@ -164,12 +164,13 @@ class Call(Kind):
             t.exact = all(g.tensors[n].exact_now() for n in args if isinstance(n, str))
             g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
             return True
-        rg_in = at_kink = False          # (loops, not any(): every call passes here)
+        rg_in = at_kink = had_grad = False   # (a loop, not any(): every call passes here)
         exact = row.exact
         for i in inputs:
             rg_in = rg_in or i.rg
             at_kink = at_kink or i.at_kink
             exact = exact and i.exact_now()
+            had_grad = had_grad or (i.leaf and i.has_grad)
         if row.kink_clause and at_kink:
             cl.append(row.kink_clause)
         t = g.result(shape, dtype, inputs, saved if rg_in else [])
@@ -181,7 +182,7 @@ class Call(Kind):
             if row.node_clause:
                 cl.append(row.node_clause)
         cl.insert(0, "GRAPH-1" if t.rg else ("GRAPH-2" if not rg_in else "MODE-1"))
-        if t.rg and any(i.leaf and i.has_grad for i in inputs):
+        if t.rg and had_grad:
             cl += ["GRAPH-7", "FREE-6"]     # a new forward from leaves a backward reached
         if rg_in and not g.grad_enabled:
             cl.append("LEAF-3")

@@ -10,13 +10,18 @@ from .tensors import Node, T
 def reach(roots: Iterable[Node | None]) -> list[Node]:
     """Every node reachable from the roots (None roots are skipped). The list may be one a
     node keeps (Node.reached): read it, never change it."""
-    stack = [r for r in roots if r is not None]
-    if len(stack) == 1:
+    if type(roots) is list and len(roots) == 1:     # (the common call: one root)
+        one = roots[0]
+        if one is None:
+            return []
+    else:
+        stack = [r for r in roots if r is not None]
+        if len(stack) != 1:
+            return _reach(stack)
         one = stack[0]
-        if one.reached is None:
-            one.reached = _reach(stack)
-        return one.reached
-    return _reach(stack)
+    if one.reached is None:
+        one.reached = _reach([one])
+    return one.reached
 
 
 def every_node(tensors: Iterable[T]) -> list[Node]:

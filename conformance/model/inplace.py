@@ -120,8 +120,11 @@ def owns_memory(t: T, tensors: Iterable[T]) -> bool:
             or t.storage.may_reach or t.reach_at is not None):
         return False
     mem = t.storage
-    return not any(u is not t and (u.storage is mem or u.shares is t or u.base is t
-                                   or mem in u.storage.may_reach) for u in tensors)
+    for u in tensors:
+        if u is not t and (u.storage is mem or u.shares is t or u.base is t
+                           or mem in u.storage.may_reach):
+            return False
+    return True
 
 
 def detach_in_place(t: T, nodes: Iterable[Node]) -> list[str]:
