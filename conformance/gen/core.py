@@ -46,6 +46,13 @@ _NUMEL = {shape: model.numel(shape) for shape in SHAPES}     # (most leaves draw
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
 
 
+def _leaf_node() -> Node:
+    """A leaf's accumulator."""
+    node = Node()
+    node.leaf = True
+    return node
+
+
 class Gen(BackwardPasses):
     """One program being drawn: the model of its tensors and the statements so far.
 
@@ -178,8 +185,9 @@ class Gen(BackwardPasses):
         self.emit(Stmt("leaf", out=name, params={"values": values, "shape": list(shape),
                                                   "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
-        t = T(name, shape, dtype, rg, True, Storage(), Node(leaf=True) if rg else None,
-              hidden=hidden, exact=True, at_kink=not _KINKS.isdisjoint(values))
+        # (fields set after the call: a keyword argument of T's ~40 costs more than a store)
+        t = T(name, shape, dtype, rg, True, Storage(), _leaf_node() if rg else None)
+        t.hidden, t.exact, t.at_kink = hidden, True, not _KINKS.isdisjoint(values)
         if self.inference:      # an inference tensor (INFER-2)
             t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
@@ -204,15 +212,15 @@ class Gen(BackwardPasses):
                 any_rg = True
                 break
         rg = self.grad_enabled and any_rg
-        t = T(name, tuple(shape), dtype, rg, not rg, Storage(),
-              origin=origin if rg or not any_rg else "no_grad")
+        t = T(name, tuple(shape), dtype, rg, not rg, Storage())
+        t.origin = origin if rg or not any_rg else "no_grad"
         if rg:
             for i in inputs:
                 if i.graph_open == 2:
                     t.graph_open = 1    # its edges lead into a gradient's graph (UNSPEC-9)
                     break
-            t.node = Node(parents=[i.node for i in inputs if i.rg and i.node is not None],
-                          saved=[(s, s.version) for s in saved] if saved else [])
+            t.node = Node([i.node for i in inputs if i.rg and i.node is not None],  # parents,
+                          [(s, s.version) for s in saved] if saved else [])     # saved
         if self.inference:      # an inference tensor (INFER-2); add_view corrects a view's
             t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
