@@ -355,9 +355,15 @@ class Gen(BackwardPasses):
         # Clauses were tagged as statements were emitted (tags: only those the capabilities
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).
-        return Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
-                                       "capabilities": sorted(normal(self.caps)),
-                                       "expect": self._expected(self.out, "")})
+        program = Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
+                                          "capabilities": sorted(normal(self.caps)),
+                                          "expect": self._expected(self.out, "")})
+        # The drawing is over: a base and its views hold each other (T.base, T.views), a
+        # cycle that would keep the model for the garbage collector to find, which in a
+        # campaign traverses every young object each time it looks. Let it go now.
+        for t in self.tensors.values():
+            t.views = []
+        return program
 
     def _expected(self, stmts: list[Stmt], prefix: str) -> dict[str, str]:
         """path -> predicted error kind, depth first (the order of Program.walk)."""

@@ -169,7 +169,7 @@ _PATHS = tuple(str(i) for i in range(1024))
 def _walk(statements: list[Stmt], prefix: str = "") -> list[tuple[str, Stmt]]:
     """(path, stmt) for every statement, depth first: Program.walk, as a list."""
     if not prefix and len(statements) <= len(_PATHS):
-        out = list(zip(_PATHS, statements))
+        out = list(zip(_PATHS, statements, strict=False))     # (the paths outnumber them)
     else:
         out = [(f"{prefix}{i}", s) for i, s in enumerate(statements)]
     nested = [i for i, s in enumerate(statements) if s.body]

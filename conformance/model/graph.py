@@ -8,8 +8,7 @@ from .tensors import Node, T
 
 
 def reach(roots: Iterable[Node | None]) -> list[Node]:
-    """Every node reachable from the roots (None roots are skipped). The list may be one a
-    node keeps (Node.reached): read it, never change it."""
+    """Every node reachable from the roots (None roots are skipped), the roots first."""
     if type(roots) is list and len(roots) == 1:     # (the common call: one root)
         one = roots[0]
         if one is None:
@@ -19,9 +18,9 @@ def reach(roots: Iterable[Node | None]) -> list[Node]:
         if len(stack) != 1:
             return _reach(stack)
         one = stack[0]
-    if one.reached is None:
-        one.reached = _reach([one])
-    return one.reached
+    if one.reached is None:     # (less the node itself: no node holds itself, so the model
+        one.reached = _reach([one])[1:]     # dies by reference counts, not in a collection)
+    return [one, *one.reached]
 
 
 def every_node(tensors: Iterable[T]) -> list[Node]:
@@ -98,14 +97,17 @@ def needed(roots: Iterable[Node | None], inputs: list[T] | None) -> list[Node]:
         return nodes
     goals = {u.node for u in inputs if u.node is not None}
     memo: dict[Node, bool] = {}     # nodes hash by identity (eq=False)
+    return [n for n in nodes if _leads(n, goals, memo)]
 
-    def leads(n: Node) -> bool:
-        found = memo.get(n)
-        if found is None:
-            memo[n] = False
-            found = memo[n] = n in goals or any(leads(p) for p in n.parents)
-        return found
-    return [n for n in nodes if leads(n)]
+
+def _leads(n: Node, goals: set[Node], memo: dict[Node, bool]) -> bool:
+    """Whether n is, or reaches, one of the goals. (Not a closure: a recursive one is a cycle
+    the collector must find.)"""
+    found = memo.get(n)
+    if found is None:
+        memo[n] = False
+        found = memo[n] = n in goals or any(_leads(p, goals, memo) for p in n.parents)
+    return found
 
 
 def captured(nodes: list[Node], inputs: list[T] | None) -> frozenset[int]:

@@ -50,7 +50,8 @@ class Node:
     detached: bool = False           # saved as itself an input detached in place since (VER-16)
     refuses: bool = False            # set_()'s node, which has no derivative (DATA-8)
     seq: int = field(default_factory=_created.__next__, repr=False)
-    reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept
+    reached: list[Node] | None = field(default=None, repr=False)    # graph.reach, kept (less
+    #                                  the node itself)
     leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 
 
