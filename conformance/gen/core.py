@@ -15,6 +15,7 @@ statement is tagged with the clause IDs it exercises, and only with clauses whos
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,6 +45,12 @@ from .vocabulary import (  # noqa: F401  (their home; imported from here too)
 _KINKS = frozenset(KINKS)
 _NUMEL = {shape: model.numel(shape) for shape in SHAPES}     # (most leaves draw one of them)
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
+
+
+@functools.lru_cache(maxsize=64)     # (a program's meta, of a few capability sets)
+def _recorded(caps: frozenset[str]) -> tuple[str, ...]:
+    """The capabilities a program records: normalised, sorted."""
+    return tuple(sorted(normal(caps)))
 
 
 def _leaf_node() -> Node:
@@ -356,7 +363,7 @@ class Gen(BackwardPasses):
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).
         program = Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
-                                          "capabilities": sorted(normal(self.caps)),
+                                          "capabilities": list(_recorded(self.caps)),
                                           "expect": self._expected(self.out, "")})
         # The drawing is over: a base and its views hold each other (T.base, T.views), a
         # cycle that would keep the model for the garbage collector to find, which in a

@@ -19,14 +19,20 @@ class BackwardPasses:
     handles: dict[str, tuple[Node, bool]]
     vocabulary: int
 
-    def backward_clauses(self, nodes: list[Node], kind: str | None) -> list[str]:
+    def backward_clauses(self, nodes: list[Node], kind: str | None,
+                         live: list[T] | None = None) -> list[str]:
+        """`live`: self.live(), where the caller has it."""
         # a node has tensor hooks exactly when a handle that is no post hook names it
         hooked = [n for n, post in self.handles.values() if not post]
-        return model.backward_clauses(self.live(), nodes, kind, hooked)
+        return model.backward_clauses(self.live() if live is None else live, nodes, kind,
+                                      hooked)
 
     def after_backward(self, nodes: list[Node], retain: bool | None, inputs: list[T] | None,
-                       create_graph: bool = False):
-        model.after_backward(self.live(), nodes, retain, inputs, create_graph)
+                       create_graph: bool = False, live: list[T] | None = None):
+        """`live`: self.live(), where the caller has it (read only without inputs)."""
+        if inputs is None and live is None:
+            live = self.live()
+        model.after_backward(live or [], nodes, retain, inputs, create_graph)
 
     def grads_open(self) -> None:
         """A backward raised: every .grad is open now (UNSPEC-1)."""
@@ -65,7 +71,8 @@ class BackwardPasses:
             params["inputs"] = [u.name for u in inputs]
             nodes = model.needed([root.node], inputs)
             predicted = model.predict(nodes) if predicted != "NO_GRAD_FN" else predicted
-        cl = self.backward_clauses(nodes, predicted)
+        live = self.live()      # (what the pass's clauses and its effects read: the same)
+        cl = self.backward_clauses(nodes, predicted, live)
         cl += ["FREE-2"] if retain else ["FREE-1"]
         if retain is None:
             cl.append("FREE-7")
@@ -85,7 +92,7 @@ class BackwardPasses:
                   kind or predicted)
         if predicted is None and kind is None:
             self.after_backward(nodes, retain or (create_graph and retain is None),
-                                inputs or None, create_graph)
+                                inputs or None, create_graph, live)
         else:
             self.grads_open()
             self.after_failed_pass(nodes, kind or predicted, retain or (

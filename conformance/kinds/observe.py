@@ -288,7 +288,7 @@ class Sweep(Kind):
             if block is None:
                 block = blocks[key] = self._block(g, key)
             name = t.name
-            items += [[name, what, list(cl)] for what, cl in block[0]]
+            items += [[name, what, [*cl]] for what, cl in block[0]]
             if id(block) not in used:   # a block met before adds no clause not already met
                 used.add(id(block))
                 clauses += block[1]
