@@ -189,8 +189,8 @@ class Gen(BackwardPasses):
         if values is None:
             n = _NUMEL.get(shape)
             values = self.draw_values(model.numel(shape) if n is None else n, dtype)
-        self.emit(Stmt("leaf", out=name, params={"values": values, "shape": list(shape),
-                                                  "dtype": dtype, "requires_grad": rg}),
+        self.emit(Stmt("leaf", name, None, [], {"values": values, "shape": list(shape),
+                                                "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         # (fields set after the call: a keyword argument of T's ~40 costs more than a store)
         t = T(name, shape, dtype, rg, True, Storage(), _leaf_node() if rg else None)
@@ -314,14 +314,14 @@ class Gen(BackwardPasses):
             y.node.holds = fn in HOLDS
             if fn in SAVES_OUTPUT:
                 y.node.saved.append((y.storage, 0))
-        self.emit(Stmt("call", out=y.name, args=[a.name, *args], params={"fn": fn, "kw": kw}),
+        self.emit(Stmt("call", y.name, None, [a.name, *args], {"fn": fn, "kw": kw}),
                   ["GRAPH-1", *cl])
         return y
 
     def sum_of(self, t: T) -> T:
         """Emit s = t.sum()."""
         s = self.result((), t.dtype, [t])
-        self.emit(Stmt("call", out=s.name, args=[t.name], params={"fn": "sum", "kw": {}}),
+        self.emit(Stmt("call", s.name, None, [t.name], {"fn": "sum", "kw": {}}),
                   ["GRAPH-1", "VER-13"])
         return s
 

@@ -88,7 +88,7 @@ class BackwardPasses:
             cl += ["DOUBLE-1", "DOUBLE-3"] + (["DOUBLE-7"] if any(n.hooks for n in nodes) else [])
             if any(n.packed for n in nodes):
                 cl.append("SAVED-12")       # the gradient recorded from unpacked values
-        self.emit(Stmt("backward", target=root.name, args=gradient, params=params), cl,
+        self.emit(Stmt("backward", None, root.name, gradient, params), cl,
                   kind or predicted)
         if predicted is None and kind is None:
             self.after_backward(nodes, retain or (create_graph and retain is None),

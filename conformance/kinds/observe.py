@@ -160,7 +160,7 @@ class Observe(Kind):
                 g.caps, not t.leaf and not t.retains, t.rg and not t.leaf,
                 t.version_unobserved() or g.view_shared(t), t.stale, t.is_float,
                 t.graph_open, True, t.leaf))
-        g.emit(Stmt("observe", target=t.name, params={"what": what}), observe_clauses(t, what))
+        g.emit(Stmt("observe", None, t.name, [], {"what": what}), observe_clauses(t, what))
         return True
 
     @staticmethod

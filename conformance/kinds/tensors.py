@@ -162,7 +162,7 @@ class Call(Kind):
         if dtype in deriv_ops.NONDIFF_DTYPES:       # never requires grad (DERIV-1)
             t = g.result(shape, dtype, [])
             t.exact = all(g.tensors[n].exact_now() for n in args if isinstance(n, str))
-            g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
+            g.emit(Stmt("call", t.name, None, args, {"fn": fn, "kw": kw}), cl)
             return True
         rg_in = at_kink = had_grad = False   # (a loop, not any(): every call passes here)
         exact = row.exact
@@ -186,7 +186,7 @@ class Call(Kind):
             cl += ["GRAPH-7", "FREE-6"]     # a new forward from leaves a backward reached
         if rg_in and not g.grad_enabled:
             cl.append("LEAF-3")
-        g.emit(Stmt("call", out=t.name, args=args, params={"fn": fn, "kw": kw}), cl)
+        g.emit(Stmt("call", t.name, None, args, {"fn": fn, "kw": kw}), cl)
         return True
 
     # The operands of a drawn call, per family: (args, inputs, saved storages, shape, dtype,

@@ -57,6 +57,8 @@ class ProgramError(HarnessError, ValueError):
 
 @dataclass
 class Stmt:
+    """One statement. The generator's hottest places make it positionally (op, out, target,
+    args, params): a class's keyword arguments cost a dict on every call."""
     op: str
     out: str | None = None
     target: str | None = None
