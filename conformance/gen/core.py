@@ -15,7 +15,6 @@ statement is tagged with the clause IDs it exercises, and only with clauses whos
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -23,9 +22,9 @@ from .. import model
 from ..kinds import KINDS
 from ..lang.ops import HOLDS, SAVES_INPUT, SAVES_OUTPUT
 from ..lang.program import Program, Stmt
-from ..model import Node, Storage, T
+from ..model import Node, Storage, T, accumulator
 from ..model.tables import KINKS, LEAF_DTYPES, PROGRAM_DTYPES, SHAPES, VALUES, VALUES_3
-from ..spec.capabilities import normal
+from ..spec.capabilities import recorded
 from . import errors, indices
 from .higher import observe_recorded_grads
 from .lacks import honoured, redrawn, view_shared
@@ -45,19 +44,6 @@ from .vocabulary import (  # noqa: F401  (their home; imported from here too)
 _KINKS = frozenset(KINKS)
 _NUMEL = {shape: model.numel(shape) for shape in SHAPES}     # (most leaves draw one of them)
 _LEAF, _RG_LEAF, _RG_LEAF_NO_GRAD = ("LEAF-1", "LEAF-2"), ("LEAF-1",), ("LEAF-1", "MODE-7")
-
-
-@functools.lru_cache(maxsize=64)     # (a program's meta, of a few capability sets)
-def _recorded(caps: frozenset[str]) -> tuple[str, ...]:
-    """The capabilities a program records: normalised, sorted."""
-    return tuple(sorted(normal(caps)))
-
-
-def _leaf_node() -> Node:
-    """A leaf's accumulator."""
-    node = Node()
-    node.leaf = True
-    return node
 
 
 class Gen(BackwardPasses):
@@ -135,9 +121,7 @@ class Gen(BackwardPasses):
 
     def emit(self, stmt: Stmt, clauses: Iterable[str] = (), expect: str | None = None) -> Stmt:
         """Append stmt; `expect` is the error kind the model predicts it raises."""
-        blocked = self._blocked      # (tags, inlined: every statement passes here)
-        stmt.clauses = [c for c in dict.fromkeys(clauses) if c not in blocked] if blocked \
-            else list(dict.fromkeys(clauses))
+        stmt.clauses = self.tags(clauses)
         self.out.append(stmt)
         self.emitted += 1
         if expect:
@@ -148,7 +132,11 @@ class Gen(BackwardPasses):
         """The tensors a statement may still name, those that satisfy pred."""
         if pred is None:
             return [t for t in self.tensors.values() if not t.hidden]
-        return [t for t in self.tensors.values() if not t.hidden and pred(t)]
+        found = []      # (a loop: a comprehension makes a function object on every call)
+        for t in self.tensors.values():
+            if not t.hidden and pred(t):
+                found.append(t)
+        return found
 
     def pick(self, label: str, pred: Callable[[T], bool] | None = None) -> T | None:
         """One of the live tensors that satisfy pred, or None when none does; within
@@ -187,13 +175,13 @@ class Gen(BackwardPasses):
         self.counter += 1
         name = f"t{self.counter}"
         if values is None:
-            n = _NUMEL.get(shape)
+            n = _NUMEL.get(shape) if type(shape) is tuple else None
             values = self.draw_values(model.numel(shape) if n is None else n, dtype)
         self.emit(Stmt("leaf", name, None, [], {"values": values, "shape": list(shape),
                                                 "dtype": dtype, "requires_grad": rg}),
                   (_RG_LEAF if self.grad_enabled else _RG_LEAF_NO_GRAD) if rg else _LEAF)
         # (fields set after the call: a keyword argument of T's ~40 costs more than a store)
-        t = T(name, shape, dtype, rg, True, Storage(), _leaf_node() if rg else None)
+        t = T(name, shape, dtype, rg, True, Storage(), accumulator() if rg else None)
         t.hidden, t.exact, t.at_kink = hidden, True, not _KINKS.isdisjoint(values)
         if self.inference:      # an inference tensor (INFER-2)
             t.inference = t.no_version = self.made_inference = True
@@ -226,8 +214,11 @@ class Gen(BackwardPasses):
                 if i.graph_open == 2:
                     t.graph_open = 1    # its edges lead into a gradient's graph (UNSPEC-9)
                     break
-            t.node = Node([i.node for i in inputs if i.rg and i.node is not None],  # parents,
-                          [(s, s.version) for s in saved] if saved else [])     # saved
+            parents = []
+            for i in inputs:
+                if i.rg and i.node is not None:
+                    parents.append(i.node)
+            t.node = Node(parents, [(s, s.version) for s in saved] if saved else [])
         if self.inference:      # an inference tensor (INFER-2); add_view corrects a view's
             t.inference = t.no_version = self.made_inference = True
         self.tensors[name] = t
@@ -289,22 +280,6 @@ class Gen(BackwardPasses):
         (vocabulary 16, capability requires_grad_setter) rather than requires_grad_(v)."""
         return "requires_grad_setter" in self.caps and self.boolean("requires_grad setter", 35)
 
-    def set_requires_grad(self, t: T, value: bool, setter: bool = False) -> None:
-        """Emit t.requires_grad_(value), or the setter, on a leaf and update the model."""
-        if value:
-            # torch keeps the accumulator old graphs hold: they accumulate into t again
-            t.rg, t.node = True, t.old_node or Node(leaf=True)
-            t.node.frozen, t.old_node = False, None
-        else:
-            # old graphs keep t's accumulator but write no .grad (LEAF-16); an in-place
-            # write of a value that requires grad makes them raise (INPLACE-15)
-            if t.node is not None:
-                t.node.frozen, t.old_node = True, t.node
-            t.rg, t.node = False, None
-        params: dict[str, Any] = {"value": value, **({"setter": True} if setter else {})}
-        self.emit(Stmt("requires_grad_", target=t.name, params=params),
-                  ["LEAF-11", "LEAF-2"] + (["LEAF-16"] if t.old_node is not None else []))
-
     def call1(self, a: T, fn: str, args: list[Any], kw: dict[str, Any],
               cl: list[str]) -> T:
         """Emit out = fn(a, *args) for a unary op or an op with a number; model what it saves."""
@@ -333,6 +308,7 @@ class Gen(BackwardPasses):
             self.make_leaf()
 
     def run(self) -> Program:
+        """The program; the Gen is spent then (its views are let go: see the end)."""
         self.dtype = self.weighted("program dtype", PROGRAM_DTYPES)
         for _ in range(self.integer("initial leaves", 1, 3)):
             self.make_leaf()
@@ -363,12 +339,10 @@ class Gen(BackwardPasses):
         # cover). The model's predictions, for people reading a program and for the
         # generator's tests; the comparison never uses them (the oracle decides).
         program = Program(self.out, meta={"generator": self.vocabulary, "size": self.size,
-                                          "capabilities": list(_recorded(self.caps)),
+                                          "capabilities": list(recorded(self.caps)),
                                           "expect": self._expected(self.out, "")})
-        # The drawing is over: a base and its views hold each other (T.base, T.views), a
-        # cycle that would keep the model for the garbage collector to find, which in a
-        # campaign traverses every young object each time it looks. Let it go now.
-        for t in self.tensors.values():
+        for t in self.tensors.values():     # a base and its views hold each other: a cycle
+            # the collector would have to find (it traverses every young object each time)
             t.views = []
         return program
 

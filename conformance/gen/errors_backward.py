@@ -243,7 +243,7 @@ def leaf_moved_into_graph(g: Any) -> bool:
     x = g.make_leaf(rg=True)
     y = g.call1(x, "mul", [2.0], {}, ["GRAPH-6"])
     root = y if not y.shape else g.sum_of(y)
-    g.set_requires_grad(x, False)
+    of("requires_grad_").emit(g, x, False)
     if x.shape and g.boolean("by setitem", 50):
         index = g.draw_index(x)
         w = g.make_leaf(shape=model.index_shape(x.shape, index), dtype=x.dtype, rg=True)

@@ -65,7 +65,7 @@ def grad_layout(g: Any) -> bool:
     x = g.draw_on("detach", v)
     if x is None:
         return False
-    g.set_requires_grad(x, True)
+    KINDS["requires_grad_"].emit(g, x, True)
     backward_pass(g, g.call1(x, "mul", [3.0], {}, ["GRAPH-6"]))
     KINDS["observe"].draw(g, x, "grad_layout")
     if g.boolean("second pass", 50):

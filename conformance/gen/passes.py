@@ -3,6 +3,7 @@
 model, chooser and emit are what these methods use)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import model
@@ -18,6 +19,7 @@ class BackwardPasses:
     caps: frozenset[str]
     handles: dict[str, tuple[Node, bool]]
     vocabulary: int
+    live: Callable[..., list[T]]
 
     def backward_clauses(self, nodes: list[Node], kind: str | None,
                          live: list[T] | None = None) -> list[str]:

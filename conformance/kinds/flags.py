@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..lang.program import Stmt
-from ..model import detach_in_place, every_node, owns_memory
+from ..model import accumulator, detach_in_place, every_node, owns_memory
 from . import fields, source
 from .registry import KINDS, Kind, kind
 
@@ -51,8 +51,24 @@ class RequiresGrad(Kind):
                    and not u.views)
         if t is None:
             return False
-        g.set_requires_grad(t, not t.rg, setter=g.draw_setter())
+        self.emit(g, t, not t.rg, setter=g.draw_setter())
         return True
+
+    def emit(self, g, t, value: bool, setter: bool = False) -> None:
+        """Emit t.requires_grad_(value), or the setter, on a leaf and update the model."""
+        if value:
+            # torch keeps the accumulator old graphs hold: they accumulate into t again
+            t.rg, t.node = True, t.old_node or accumulator()
+            t.node.frozen, t.old_node = False, None
+        else:
+            # old graphs keep t's accumulator but write no .grad (LEAF-16); an in-place
+            # write of a value that requires grad makes them raise (INPLACE-15)
+            if t.node is not None:
+                t.node.frozen, t.old_node = True, t.node
+            t.rg, t.node = False, None
+        params = {"value": value, **({"setter": True} if setter else {})}
+        g.emit(Stmt("requires_grad_", target=t.name, params=params),
+               ["LEAF-11", "LEAF-2"] + (["LEAF-16"] if t.old_node is not None else []))
 
 
 @kind

@@ -34,11 +34,11 @@ from .shapes import (
     part_contiguous,
     view_options,
 )
-from .tensors import Node, Storage, T
+from .tensors import Node, Storage, T, accumulator
 
-__all__ = ["Node", "Storage", "T", "after_backward", "apply_inplace", "backward_clauses",
-           "broadcast", "captured", "carried", "copy_kw", "detach_in_place", "every_node",
-           "index_shape", "hide_refused_views", "owns_memory",
+__all__ = ["Node", "Storage", "T", "accumulator", "after_backward", "apply_inplace",
+           "backward_clauses", "broadcast", "captured", "carried", "copy_kw", "detach_in_place",
+           "every_node", "index_shape", "hide_refused_views", "owns_memory",
            "inplace_ok", "joins", "leaf_rg_view", "leaves_reached", "matmul_shape",
            "needed", "numel", "observe_clauses", "observed_state", "clauses_of_observing",
            "part_contiguous", "predict", "ran_before_failure", "reach", "view_options"]

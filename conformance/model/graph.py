@@ -8,7 +8,8 @@ from .tensors import Node, T
 
 
 def reach(roots: Iterable[Node | None]) -> list[Node]:
-    """Every node reachable from the roots (None roots are skipped), the roots first."""
+    """Every node reachable from the roots (None roots are skipped): a fresh list, one root
+    first."""
     if type(roots) is list and len(roots) == 1:     # (the common call: one root)
         one = roots[0]
         if one is None:

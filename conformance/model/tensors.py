@@ -55,6 +55,14 @@ class Node:
     leaves: frozenset[int] | None = field(default=None, repr=False)   # graph.leaf_ids, kept
 
 
+def accumulator() -> Node:
+    """A new leaf's AccumulateGrad (Node(leaf=True), without a class's keyword argument,
+    which costs a dict per call: every leaf that requires grad is made with one)."""
+    node = Node()
+    node.leaf = True
+    return node
+
+
 @dataclass(eq=False, slots=True)
 class T:
     """What the generator believes about one named tensor."""

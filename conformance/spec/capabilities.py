@@ -60,6 +60,12 @@ def _normal(caps: frozenset[str]) -> frozenset[str]:
     return frozenset(c for c in caps if FINER.get(c) not in caps)
 
 
+@functools.lru_cache(maxsize=256)   # a program's meta, of a few sets
+def recorded(caps: frozenset[str]) -> tuple[str, ...]:
+    """The capabilities a program records (program meta "capabilities"): normal, sorted."""
+    return tuple(sorted(normal(caps)))
+
+
 def combine(engine: Iterable[str], oracle: Iterable[str]) -> frozenset[str]:
     """What programs for an engine judged against an oracle may use: the capabilities both
     have (finer ones implied included), normalised, and the ops either lacks."""
