@@ -156,6 +156,15 @@ def _kinds() -> dict[str, Any]:
     return KINDS
 
 
+def _clauses_into(stmts: list[Stmt], seen: dict[str, None]) -> None:
+    """Program.clauses: each statement's clauses, then its body's, depth first (no paths: a
+    campaign asks this of every program it draws)."""
+    for s in stmts:
+        seen.update(dict.fromkeys(s.clauses))   # (a key met before keeps its place)
+        if s.body:
+            _clauses_into(s.body, seen)
+
+
 @dataclass
 class Program:
     statements: list[Stmt]
@@ -168,15 +177,14 @@ class Program:
             for i, s in enumerate(stmts):
                 path = f"{prefix}{i}"
                 yield path, s
-                yield from rec(s.body, path + ".")
+                if s.body:      # (a generator per body, not per statement)
+                    yield from rec(s.body, path + ".")
         yield from rec(self.statements, "")
 
     def clauses(self) -> list[str]:
         """The clause IDs exercised, in first-seen order (no set iteration: order is shown)."""
         seen: dict[str, None] = {}
-        for _, s in self.walk():
-            for c in s.clauses:
-                seen.setdefault(c, None)
+        _clauses_into(self.statements, seen)
         return list(seen)
 
     def capabilities(self) -> list[str]:
