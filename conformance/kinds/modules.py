@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..engines.torchlike import nest
 from ..lang.program import Stmt
-from ..model import Node, Storage, T
+from ..model import Storage, T, accumulator
 from ..model.tables import KINKS
 from . import fields
 from .registry import Kind, kind
@@ -52,7 +52,7 @@ class Parameter(Kind):
         name = g.fresh()
         g.emit(Stmt(self.name, out=name, params={"values": values, "shape": list(shape),
                                                  "dtype": dtype}), ["LEAF-1"])
-        t = g.tensors[name] = T(name, shape, dtype, True, True, Storage(), Node(leaf=True),
+        t = g.tensors[name] = T(name, shape, dtype, True, True, Storage(), accumulator(),
                                 exact=True, at_kink=any(v in KINKS for v in values))
         return t
 
