@@ -22,6 +22,7 @@ ratio is issue 8's generation target. Needs valgrind (apt: valgrind).
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import math
 import os
@@ -34,6 +35,17 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 STAGES = ("generation", "oracle", "engine", "comparison", "loop", "runner", "frozen v1",
           "vocabulary 1")
+
+
+def _between() -> None:
+    """End a stage (a dump), then collect garbage in a window of its own (a dump not kept).
+    Each stage starts after a full collection, as bench_conformance.py's stages do: a full
+    collection (the ~220,000 objects torch and numpy keep alive) made due by earlier stages
+    would otherwise fall in whichever window comes next, and move its count by more than the
+    differences this script is for."""
+    math.lgamma(1.5)
+    gc.collect()
+    math.lgamma(1.5)
 
 
 def _stages(count: int, size: int, engine_spec: str, oracle_spec: str) -> None:
@@ -54,25 +66,25 @@ def _stages(count: int, size: int, engine_spec: str, oracle_spec: str) -> None:
     programs = [program_for_seed(s, caps, size) for s in seeds]
     traces = [(execute(p, oracle), execute(p, engine)) for p in programs]
     run_as_worker = runner_loop(seeds, size, oracle, engine, caps)
-    math.lgamma(1.5)                                        # dump: setup
+    _between()                                              # dump: setup
     for s in seeds:
         program_for_seed(s, caps, size)
-    math.lgamma(1.5)                                        # dump: generation
+    _between()                                              # dump: generation
     for p in programs:
         execute(p, oracle)
-    math.lgamma(1.5)                                        # dump: oracle
+    _between()                                              # dump: oracle
     for p in programs:
         execute(p, engine)
-    math.lgamma(1.5)                                        # dump: engine
+    _between()                                              # dump: engine
     for p, (a, b) in zip(programs, traces, strict=True):
         compare(p, a, b)
-    math.lgamma(1.5)                                        # dump: comparison
+    _between()                                              # dump: comparison
     for s in seeds:
         p = program_for_seed(s, caps, size)
         compare(p, execute(p, oracle), execute(p, engine))
-    math.lgamma(1.5)                                        # dump: loop
+    _between()                                              # dump: loop
     run_as_worker()
-    math.lgamma(1.5)                                        # dump: runner
+    _between()                                              # dump: runner
     # generation alone against the frozen first generator (bench_generator.py): both draw
     # vocabulary 1's programs, the same work
     import functools
@@ -84,10 +96,10 @@ def _stages(count: int, size: int, engine_spec: str, oracle_spec: str) -> None:
     for s in range(10):
         frozen(s, None, size)
         now(s, None, size)
-    math.lgamma(1.5)                                        # dump: (warming)
+    _between()                                              # dump: (warming)
     for s in seeds:
         frozen(s, None, size)
-    math.lgamma(1.5)                                        # dump: frozen v1
+    _between()                                              # dump: frozen v1
     for s in seeds:
         now(s, None, size)
     math.lgamma(1.5)                                        # dump: vocabulary 1
@@ -125,13 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         dumps = sorted(glob.glob(f"{d}/cg.out.*"),
                        key=lambda p: int(re.sub(r".*\.", "", p)))
-        if done.returncode != 0 or len(dumps) < len(STAGES) + 2:
+        if done.returncode != 0 or len(dumps) < 2 * len(STAGES) + 3:
             print(done.stderr[-2000:], file=sys.stderr)
             print(f"bench_instructions: the run under valgrind failed ({len(dumps)} dumps)",
                   file=sys.stderr)
             return 1
-        # the first dump is the setup's, the one after `runner` the frozen generator's warming
-        counts = [_summary(p) for p in dumps[1:7] + dumps[8:10]]
+        # setup, then each stage after a collection's dump; the one after `runner` is the
+        # frozen generator's warming
+        stages = dumps[2::2]
+        counts = [_summary(p) for p in stages[:6] + stages[7:9]]
     per = {s: c / a.count / 1e6 for s, c in zip(STAGES, counts, strict=True)}
     floor = per["oracle"] + per["engine"]
     print(f"conformance loop stages in instructions: {a.engine} vs {a.oracle}, {a.count} "
