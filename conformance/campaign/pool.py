@@ -40,6 +40,7 @@ PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.sy
 PATH_BYTES = 128
 NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
 WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}
+_PATH_DATA: dict[str, bytes] = {}     # Progress.statement's encoded paths
 
 
 def start_method(specs: list[str], device: str) -> str:
@@ -79,7 +80,14 @@ class Progress:
         self.who.value, self.path.value = who, b""
 
     def statement(self, path: str) -> None:
-        self.path.value = path.encode()[:PATH_BYTES - 1]
+        # called for every statement of every run: the bytes of a path are kept (programs
+        # share their paths, "0" to "130" and a few nested ones), which takes a third off
+        data = _PATH_DATA.get(path)
+        if data is None:
+            if len(_PATH_DATA) > 4096:      # a crafted program's many paths: bounded
+                _PATH_DATA.clear()
+            data = _PATH_DATA[path] = path.encode()[:PATH_BYTES - 1]
+        self.path.value = data
 
     def where(self) -> tuple[str, str]:
         """(who, statement path) of the last report; path '' before the first statement."""

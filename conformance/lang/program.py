@@ -160,7 +160,8 @@ def _clauses_into(stmts: list[Stmt], seen: dict[str, None]) -> None:
     """Program.clauses: each statement's clauses, then its body's, depth first (no paths: a
     campaign asks this of every program it draws)."""
     for s in stmts:
-        seen.update(dict.fromkeys(s.clauses))   # (a key met before keeps its place)
+        for c in s.clauses:     # (a key met before keeps its place)
+            seen[c] = None
         if s.body:
             _clauses_into(s.body, seen)
 

@@ -4,7 +4,11 @@ cannot judge; -n 2 gives what -n 1 gives."""
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+from pathlib import Path
 
+from conformance.campaign.pool import ENGINE, ORACLE, PATH_BYTES, Progress
+from conformance.lang.program import Program
 from conformance.runner import program_seeds, run_campaign
 from tests.conformance.test_executor import MOD, source
 
@@ -56,9 +60,31 @@ def test_a_crashing_engine_does_not_end_the_run(tmp_path):
     assert report.programs == 6 and [d["index"] for d in report.crashes] == crashed
     assert report.divergences == [] and report.exit_code == 3     # more than 1% crashed
     assert all(d["what"] == "crash" and "exit code 3" in d["first"] for d in report.crashes)
+    for d in report.crashes:        # the progress record named the statement that crashed
+        program = Program.from_json(json.loads(Path(d["program"]).read_text()))
+        assert dict(program.walk())[d["path"]].op == "backward"
+        assert d["first"].endswith(f"at statement {d['path']}")
     folder = tmp_path / "crashes"
     assert len(list(folder.glob("*/program.json"))) == len(crashed)
     assert not (tmp_path / "divergences").exists()
+
+
+def test_the_progress_record_holds_the_statement_last_begun():
+    progress = Progress(mp.get_context())
+    assert progress.where() == ("the worker", "")
+    progress.begin(7)
+    progress.running(ORACLE)
+    for path in ["0", "1", "1.0", "2"]:
+        progress.statement(path)
+    assert progress.where() == ("the oracle", "2") and progress.index.value == 7
+    progress.running(ENGINE)
+    assert progress.where() == ("the engine", "")
+    for i in range(5000):               # more paths than the record keeps encoded
+        progress.statement(f"{i}.{i}")
+        assert progress.where()[1] == f"{i}.{i}"
+    long = ".".join(["12"] * 100)
+    progress.statement(long)
+    assert progress.where() == ("the engine", long[:PATH_BYTES - 1])
 
 
 def test_a_hanging_engine_times_out(tmp_path):
