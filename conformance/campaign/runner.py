@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engines import EngineError, capabilities_of, load_engine
+from ..generate import NOT_GENERATED, program_for_seed
 from ..judge.probes import probe_names
 from ..judge.verdict import group
 from ..judge.xfail import Xfail
@@ -61,7 +62,6 @@ def program_seeds(seed: int, count: int) -> list[int]:
 
 
 def default_source(seed: int, capabilities: frozenset[str], size: int) -> Program:
-    from ..generate import program_for_seed
     return program_for_seed(seed, capabilities, size)
 
 
@@ -279,7 +279,6 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
                 expected[cid] = expected.get(cid, 0) + 1
         getattr(report, where).append(entry)
     report.not_applicable.sort(key=lambda e: e["index"])
-    from ..generate import NOT_GENERATED
     set_statuses(spec, rows, frozenset(report.capabilities), expected, report.programs,
                  too_new, NOT_GENERATED)
     diverged = {e["program_seed"] for e in entries}
