@@ -57,6 +57,16 @@ class _Run:
         self.caught: list[warnings.WarningMessage] = []
         self.failed: list[segments.Failed] = []     # units that failed as they ran
 
+    def release(self) -> None:
+        """Let go of what the program made, once its trace is taken. The hooks it registered
+        hold this run, and torch keeps some of them in cycles through its C++ graph that no
+        collector can see (a tensor hook whose graph an in-place op rewrote; a pack hook that
+        returns the tensor itself): about one program in fifteen. Without this, each such
+        program kept its whole trace alive for the rest of the worker's life."""
+        self.env.clear()
+        self.trace = Trace(self.e.name, self.e.version, self.e.device)
+        self.caught, self.failed, self.current = [], [], None
+
     def log(self, label: str, t: Any) -> None:
         """A hook call, logged into the event of the statement running when it is called."""
         if self.current is None:
@@ -153,7 +163,10 @@ def execute(program: Program, engine: Engine,
     (conformance/judge/segments.py). `on_statement(path)` is called as each statement begins
     (a worker's progress: conformance/campaign/pool.py). `engine.begin_program()` is called
     first (per-program setup, e.g. a compiler's cache reset)."""
-    return settled(program, engine, on_statement).trace
+    run = settled(program, engine, on_statement)
+    trace = run.trace
+    run.release()
+    return trace
 
 
 def settled(program: Program, engine: Engine,

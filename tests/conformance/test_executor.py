@@ -334,3 +334,45 @@ def test_a_mode_without_its_argument_is_entered_with_the_library_default():
         trace = execute(Program([leaf, S("mode", params=params, body=body)]), spy)
         assert trace.events[-1].value is (params.get("enabled") is False), (params, trace)
     assert spy.calls == [("inference_mode",), ("@inference_mode",), ("inference_mode", False)]
+
+
+def _cycles_torch_cannot_free() -> list[Program]:
+    """Programs whose hooks torch keeps in a cycle through its C++ graph, which Python's
+    collector cannot see: a tensor hook on a graph an in-place op rewrote afterwards, and a
+    pack hook that returns the tensor itself."""
+    hook_then_inplace = Program([
+        leaf("a", [-2.5, -0.75, 0.5], [3], "float64"),
+        S("call", out="b", args=["a", 2.0], params={"fn": "mul"}),
+        S("hook", out="h", target="b", params={"behaviour": "scale", "label": "h",
+                                               "factor": -1.0}),
+        S("call", out="c", args=["b"], params={"fn": "sum"}),
+        S("call", out="d", args=["c"], params={"fn": "abs"}),
+        S("inplace", target="c", args=["d"], params={"fn": "add_"}),
+    ])
+    pack_keeps_the_tensor = Program([
+        leaf("a", [-1.75, 0.625, 0.25], [3]),
+        S("saved_hooks", params={"pack": "keep", "label": "s", "unpack": "non_tensor"},
+          body=[S("call", out="b", args=["a"], params={"fn": "exp"})]),
+    ])
+    return [hook_then_inplace, pack_keeps_the_tensor]
+
+
+def test_a_program_torch_cannot_free_does_not_keep_its_trace():
+    import gc
+    import weakref
+
+    from conformance.judge.executor import settled
+    torch = load_engine("torch")
+    for program in _cycles_torch_cannot_free():
+        trace = execute(program, torch)
+        assert all(ev.status == "ok" for ev in trace.events)
+        kept = weakref.ref(trace)
+        del trace
+        gc.collect()
+        assert kept() is None, program      # the run the hooks hold kept nothing of it
+        run = settled(program, torch)       # (the cycle itself: the hooks keep the run)
+        run.release()
+        held = weakref.ref(run)
+        del run
+        gc.collect()
+        assert held() is not None and held().env == {} and held().trace.events == []
