@@ -3,8 +3,9 @@ not change: the ratio of benchmarks/bench_conformance.py's `--stages-only` (loop
 floor) without the noise of CPU time.
 
 The script runs itself under valgrind's callgrind, which dumps its counters each time
-`math.lgamma` is called: the stages below are separated by such calls, so each dump is one
-stage. It then prints millions of instructions per program and the ratios.
+`math.lgamma` is called: each stage below ends with such a call, then a full garbage
+collection runs in a dump of its own (`_between`), which is not counted. It then prints
+millions of instructions per program and the ratios.
 
     python benchmarks/bench_instructions.py [--count 150] [--size 20] [--engine refimpl]
 

@@ -84,7 +84,7 @@ class Progress:
         # share their paths, "0" to "130" and a few nested ones), which takes a third off
         data = _PATH_DATA.get(path)
         if data is None:
-            if len(_PATH_DATA) > 4096:      # a crafted program's many paths: bounded
+            if len(_PATH_DATA) >= 4096:      # a crafted program's many paths: bounded
                 _PATH_DATA.clear()
             data = _PATH_DATA[path] = path.encode()[:PATH_BYTES - 1]
         self.path.value = data

@@ -88,7 +88,7 @@ def capture(program: Program, engine: Engine, at: str | None = None) -> dict[str
         data = engine.graph_of(live)
     finally:
         if run is not None:
-            run.env.clear()
+            run.release()
         if mode is not None and grad_mode(engine) != mode:
             engine.grad_mode("set_grad_enabled", mode)  # sets the mode when made (MODE-3)
     return {**data, "engine": engine.name, "version": engine.version, "at": at}
