@@ -46,7 +46,7 @@ import msgspec
 
 from ..kinds import KINDS
 from ..lang import ops
-from ..lang.program import Program, Stmt
+from ..lang.program import Program, Stmt, walk_statements
 from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
 from .rule import EPS, TOLERANCES, ULPS, close  # noqa: F401 - the rule, named where it is used
@@ -115,8 +115,8 @@ def precision(program: Program) -> str:
     floating dtype its statements create, as leaves or casts (a float64 value may come
     through float32 ops: a float32 tensor times a 0-d float64 one is float32); float32 when
     it names none."""
-    dtypes = {s.params.get("dtype") for _, s in _walk(program.statements)}
-    dtypes |= {ops.ROWS[fn].dtype for _, s in _walk(program.statements)   # casts
+    dtypes = {s.params.get("dtype") for _, s in walk_statements(program.statements)}
+    dtypes |= {ops.ROWS[fn].dtype for _, s in walk_statements(program.statements)   # casts
                if s.op == "call" and isinstance(fn := s.params.get("fn"), str) and fn in ops.ROWS}
     known = [d for d in EPS if d in dtypes]
     return max(known, key=EPS.__getitem__) if known else "float32"
@@ -133,7 +133,7 @@ def outcome(ev: Event) -> str:
 def involved_clauses(program: Program, path: str) -> list[str]:
     """The statement's clauses, its enclosing blocks', then those of earlier statements that
     bound or acted on the tensors it uses (a backward slice), in program order."""
-    return _involved(_walk(program.statements), path)
+    return _involved(walk_statements(program.statements), path)
 
 
 def _involved(flat: list[tuple[str, Stmt]], path: str, own: list[str] | None = None,
@@ -159,29 +159,6 @@ def _involved(flat: list[tuple[str, Stmt]], path: str, own: list[str] | None = N
             found.update(dict.fromkeys(s.clauses))
             seen |= set(read)
     return list(found)
-
-
-# the paths of the first statements of a program ("0", "1", ...), made once: every
-# comparison walks its program
-_PATHS = tuple(str(i) for i in range(1024))
-
-
-def _walk(statements: list[Stmt], prefix: str = "") -> list[tuple[str, Stmt]]:
-    """(path, stmt) for every statement, depth first: Program.walk, as a list."""
-    if not prefix and len(statements) <= len(_PATHS):
-        out = list(zip(_PATHS, statements, strict=False))     # (the paths outnumber them)
-    else:
-        out = [(f"{prefix}{i}", s) for i, s in enumerate(statements)]
-    nested = [i for i, s in enumerate(statements) if s.body]
-    if not nested:
-        return out
-    full: list[tuple[str, Stmt]] = []
-    start = 0
-    for i in nested:        # each body right after its statement
-        full += out[start:i + 1]
-        full += _walk(statements[i].body, out[i][0] + ".")
-        start = i + 1
-    return full + out[start:]
 
 
 def _grad_hooks(flat: list[tuple[str, Stmt]]) -> dict[str, str]:
@@ -218,7 +195,7 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
     the tolerance of ill-conditioned values; without it, the plain rule alone."""
     if structure_only(program):     # node names not compared (structure.py)
         oracle, engine = structural(program, oracle), structural(program, engine)
-    flat = _walk(program.statements)
+    flat = walk_statements(program.statements)
     stmts: dict[str, Stmt] = dict(flat)
     if _identical(oracle, engine, stmts) or _same_outline(oracle, engine, stmts) and \
             _close_throughout(oracle, engine, precision(program)):

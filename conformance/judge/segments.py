@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kinds import KINDS, of
-from ..lang.program import Stmt
+from ..lang.program import Stmt, walk_statements
 from ..lang.trace import OTHER, Event
 
 GRANULARITIES = ("statement", "segment", "program", "step")
@@ -53,13 +53,10 @@ class Segment:
     def walk(self) -> Iterator[tuple[str, Stmt]]:
         """(path, stmt) for every statement of the segment, depth first, as Program.walk."""
         for i in range(self.first, self.last + 1):
-            yield from _walk(self.statements[i], str(i))
-
-
-def _walk(s: Stmt, path: str) -> Iterator[tuple[str, Stmt]]:
-    yield path, s
-    for j, b in enumerate(s.body):
-        yield from _walk(b, f"{path}.{j}")
+            s = self.statements[i]
+            yield str(i), s
+            if s.body:
+                yield from walk_statements(s.body, f"{i}.")
 
 
 def ends_segment(s: Stmt) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,21 +167,39 @@ def _clauses_into(stmts: list[Stmt], seen: dict[str, None]) -> None:
             _clauses_into(s.body, seen)
 
 
+# the paths of the first statements of a program ("0", "1", ...), made once: every
+# comparison and campaign walks its program
+_PATHS = tuple(str(i) for i in range(1024))
+
+
+def walk_statements(statements: list[Stmt], prefix: str = "") -> list[tuple[str, Stmt]]:
+    """(path, stmt) for every statement, depth first, as a list; paths are '3' or '5.0'
+    (Program.walk; statement lists that are no program's, e.g. a segment's)."""
+    if not prefix and len(statements) <= len(_PATHS):
+        out = list(zip(_PATHS, statements, strict=False))     # (the paths outnumber them)
+    else:
+        out = [(f"{prefix}{i}", s) for i, s in enumerate(statements)]
+    nested = [i for i, s in enumerate(statements) if s.body]
+    if not nested:
+        return out
+    full: list[tuple[str, Stmt]] = []
+    start = 0
+    for i in nested:        # each body right after its statement
+        full += out[start:i + 1]
+        full += walk_statements(statements[i].body, out[i][0] + ".")
+        start = i + 1
+    return full + out[start:]
+
+
 @dataclass
 class Program:
     statements: list[Stmt]
     seed: int | None = None         # the generator seed it came from, if any
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def walk(self):
+    def walk(self) -> Iterator[tuple[str, Stmt]]:
         """(path, stmt) for every statement, depth first; paths are '3' or '5.0'."""
-        def rec(stmts, prefix):
-            for i, s in enumerate(stmts):
-                path = f"{prefix}{i}"
-                yield path, s
-                if s.body:      # (a generator per body, not per statement)
-                    yield from rec(s.body, path + ".")
-        yield from rec(self.statements, "")
+        return iter(walk_statements(self.statements))
 
     def clauses(self) -> list[str]:
         """The clause IDs exercised, in first-seen order (no set iteration: order is shown)."""
