@@ -146,9 +146,10 @@ def _timed(f) -> tuple[float, object]:
     return time.process_time() - t, out
 
 
-STAGES = ("generation", "oracle", "engine", "both", "comparison", "loop", "runner", "batched",
-          "campaign")
+STAGES = ("generation", "oracle", "engine", "both", "blocks", "comparison", "loop", "runner",
+          "batched", "campaign")
 BATCH = 10
+BLOCK = 30      # programs each engine runs in a row in the "blocks" stage
 WARM = 20       # programs of the campaign run whose cost is taken as its fixed cost
 
 
@@ -232,10 +233,22 @@ def _run_all(programs, *engines) -> None:
             execute(p, e)
 
 
+def _run_blocks(programs, oracle, engine, k: int = BLOCK) -> None:
+    """The programs in blocks of k: the block on the oracle, then on the engine, nothing
+    kept. The same runs as "both" (each program on each engine), the engines switching every
+    k programs instead of at every program: the difference is what switching costs on this
+    machine (the instructions are the same; see benchmarks/README.md)."""
+    for i in range(0, len(programs), k):
+        for e in (oracle, engine):
+            for p in programs[i:i + k]:
+                execute(p, e)
+
+
 def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, float]:
     """Best-of-`repeat` CPU seconds of each stage on the same seeds, the stages alternating
     within each round: generation; the oracle's executor runs alone, then the engine's; both
-    runs of each program in turn, as the loop makes them; the comparison; the full loop (all
+    runs of each program in turn, as the loop makes them; both runs in blocks of BLOCK
+    programs per engine; the comparison; the full loop (all
     of it per program); the campaign worker's per-program work in this process (runner); the
     loop in batches; and, given the engines' `specs`, gradspec run's own loop (campaign: the
     worker's CPU time, and the parent's apart). Each stage but the comparison frees its
@@ -254,6 +267,7 @@ def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, f
         keep("oracle", lambda ps=programs: _run_all(ps, oracle))
         keep("engine", lambda ps=programs: _run_all(ps, engine))
         keep("both", lambda ps=programs: _run_all(ps, oracle, engine))
+        keep("blocks", lambda ps=programs: _run_blocks(ps, oracle, engine))
         traces = [(execute(p, oracle), execute(p, engine)) for p in programs]
         keep("comparison", lambda ps=programs, tr=traces: [
             compare(p, a, b) for p, (a, b) in zip(ps, tr, strict=True)])
@@ -280,6 +294,8 @@ def stage_figures(best: dict[str, float], n: int) -> dict[str, float | None]:
            "loop_vs_floor": round(floor / ms["loop"], 3),
            "runner_vs_floor": round(floor / ms["runner"], 3),
            "loop_vs_both_in_turn": round(ms["both"] / ms["loop"], 3),
+           # what switching engines at every program costs, over switching every BLOCK
+           "switch_ms": round(ms["both"] - ms["blocks"], 4),
            f"batched{BATCH}_loop_vs_floor": round(floor / ms["batched"], 3),
            "generation_ms_for_0.8": round(gen_for_target, 4) if gen_for_target > 0 else None,
            "generation_speedup_for_0.8": (round(ms["generation"] / gen_for_target, 2)
@@ -295,7 +311,9 @@ def print_stages(f: dict[str, float | None], oracle: str, engine: str) -> None:
           f"{f['oracle_ms']:.3f}, on {engine} {f['engine_ms']:.3f}   comparison "
           f"{f['comparison_ms']:.3f}")
     print(f"    execution floor (the two executor runs alone) {f['floor_ms']:.3f}; both runs "
-          f"in turn per program {f['both_ms']:.3f}; full loop {f['loop_ms']:.3f}")
+          f"in turn per program {f['both_ms']:.3f}, in blocks of {BLOCK} per engine "
+          f"{f['blocks_ms']:.3f} (switching engines at every program: {f['switch_ms']:+.3f}); "
+          f"full loop {f['loop_ms']:.3f}")
     print(f"  loop / execution floor   {f['loop_vs_floor']:.2f}  (target >= 0.8; against both "
           f"runs in turn: {f['loop_vs_both_in_turn']:.2f}; the loop in batches of {BATCH}: "
           f"{f['batched_ms']:.3f} ms, {f[f'batched{BATCH}_loop_vs_floor']:.2f} of the floor)")

@@ -80,3 +80,21 @@ def test_stage_figures_come_from_the_stages(bench, one_thread):
         if best[stage] > 0:
             ratio = floor / (best[stage] / n * 1e3)
             assert figures[f"{stage}_vs_floor"] == pytest.approx(ratio, abs=2e-3)
+    switch = (best["both"] - best["blocks"]) / n * 1e3
+    assert figures["switch_ms"] == pytest.approx(switch, abs=1e-3)
+
+
+def test_blocks_run_each_program_on_each_engine_once(bench, monkeypatch):
+    """The "blocks" stage makes the runs of "both" (each program on the oracle, then on the
+    engine, k at a time), only switching engines less often."""
+    calls = []
+
+    class Counting:
+        def __init__(self, name):
+            self.name = name
+
+    monkeypatch.setattr(bench, "execute", lambda p, e: calls.append((e.name, p)))
+    bench._run_blocks(list(range(7)), Counting("o"), Counting("e"), 3)
+    assert calls == ([("o", p) for p in (0, 1, 2)] + [("e", p) for p in (0, 1, 2)]
+                     + [("o", p) for p in (3, 4, 5)] + [("e", p) for p in (3, 4, 5)]
+                     + [("o", 6), ("e", 6)])
