@@ -339,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The flags of any subcommand that name a file or folder gradspec writes (run's and matrix's
+# --out folder, which replaces its files; graph's --out; spec's --html): an empty value, an
+# unset $VAR, would otherwise mean the current folder.
+WRITTEN_PATHS = ("out", "html")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # argparse itself exits 2 with one usage line
@@ -346,6 +352,12 @@ def _run(argv: Sequence[str] | None) -> int:
         parser.print_help()
         _error("no command given (see gradspec --help)")
         return 2
+    for flag in WRITTEN_PATHS:      # every subcommand's, checked in one place
+        value = getattr(args, flag, None)
+        if value is not None and not str(value).strip():
+            _error(f"--{flag} is empty: give a path (an unset variable?); the current "
+                   "folder is never taken for it")
+            return 2
     try:
         return args.func(args)
     except (UsageError, SpecError) as exc:

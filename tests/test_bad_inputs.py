@@ -134,6 +134,14 @@ FLAGS = [
     Case("out-in-proc", run("--out", "/proc/gradspec-out")),
     Case("out-in-sys", run("--out", "/sys/gradspec-out")),
     Case("out-read-only-folder", run("--out", "ro/out")),      # ro made read-only below
+    # an unset $VAR: never the current folder, whose files the run would replace
+    Case("out-empty", run("--out", ""), words="--out is empty"),
+    Case("out-blank", run("--out", "  "), words="--out is empty"),
+    Case("matrix-out-empty", ["matrix", "--engines", "refimpl", "--oracle", "refimpl", *SMALL,
+                              "--out", ""], words="--out is empty"),
+    Case("graph-out-empty", ["graph", "program.json", "--engine", "refimpl", "--out", ""],
+         words="--out is empty"),
+    Case("spec-html-empty", ["spec", "--html", ""], words="--html is empty"),
     Case("xfail-unreadable", run("--xfail", "secret.txt"), {"secret.txt": "LEAF-5 why\n"},
          words="cannot read"),
     Case("spec-unknown", ["spec", "NOPE"], words="unknown clause ID 'NOPE'"),
@@ -382,6 +390,27 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, tmp_path: Path):
         (cwd / "secret.txt").chmod(0)
     r = gradspec(case.args, cwd)
     assert_one_line_exit_2(r, case.words)
+    assert (cwd / KEEP).read_text() == "{}", "an earlier run's results were deleted"
+
+
+# settings read from the environment: as bad as a bad flag
+BAD_SETTINGS = [
+    ("GRADSPEC_START_METHOD", "bogus", "run", "GRADSPEC_START_METHOD='bogus'"),
+    ("GRADSPEC_START_METHOD", "bogus", "replay", "GRADSPEC_START_METHOD='bogus'"),
+    ("GRADSPEC_SPEC_DIR", "nowhere", "run", "spec folder not found"),
+    ("GRADSPEC_SPEC_DIR", "nowhere", "replay", "spec folder not found"),
+    ("GRADSPEC_SPEC_DIR", ".", "replay", "graph.md is missing: not a spec folder"),
+]
+
+
+@pytest.mark.parametrize("variable, value, command, words", BAD_SETTINGS,
+                         ids=[f"{v}-{c}-{w.split()[-1]}" for v, _, c, w in BAD_SETTINGS])
+def test_a_bad_setting_in_the_environment_is_one_line_and_exit_2(
+        variable: str, value: str, command: str, words: str, tmp_path: Path):
+    cwd = folder(tmp_path, {"p.json": GOOD_PROGRAM})
+    args = run() if command == "run" else ["replay", "p.json", *REFIMPL]
+    r = gradspec(args, cwd, env={**ENV, variable: value})
+    assert_one_line_exit_2(r, words)
     assert (cwd / KEEP).read_text() == "{}", "an earlier run's results were deleted"
 
 

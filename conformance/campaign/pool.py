@@ -47,6 +47,11 @@ def start_method(specs: list[str], device: str) -> str:
     """The multiprocessing start method for workers running the engines `specs` on `device`."""
     chosen = os.environ.get("GRADSPEC_START_METHOD")
     if chosen:
+        known = mp.get_all_start_methods()
+        if chosen not in known:
+            from ..engines import EngineError  # the error the commands report in one line
+            raise EngineError(f"GRADSPEC_START_METHOD={chosen!r} is not a start method of "
+                              f"this platform (choose from {', '.join(known)})")
         return chosen
     if not sys.platform.startswith("linux"):
         return "spawn"      # macOS frameworks are not fork-safe; Windows has spawn only

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engines import EngineError
+from ..spec.reader import load_spec
 from .limits import device, seconds
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The command: 0, 1, 3 as the module says; 2 for bad input (one line on stderr)."""
     try:
+        load_spec()     # now, in one line (SpecError), not in a worker's error classification
         return _replay(args)
     except _Usage as exc:
         print(f"gradspec: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)

@@ -219,7 +219,7 @@ def load_spec(directory: str | None = None) -> Spec:
     for name in AREA_FILES:
         p = d / name
         if not p.exists():
-            raise SpecError(f"spec/{name} is missing")
+            raise SpecError(f"{p} is missing: not a spec folder (GRADSPEC_SPEC_DIR)")
         title, found = parse_file(p)
         for c in found:
             if c.id in clauses:
