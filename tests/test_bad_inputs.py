@@ -274,6 +274,11 @@ TEXT_FILES: dict[str, str | bytes] = {
     "json-number": "1",
     "deep-json": "[" * 100_000 + "]" * 100_000,
     "deep-body": nested(5000),
+    # deep enough to parse, too deep to cross to a worker process (pickling recursed): refused
+    # by the validator's own bound, with the ones between
+    "deep-body-33": nested(33),
+    "deep-body-250": nested(250),
+    "deep-body-500": nested(500),
     "long-integer": '{"gradspec_program": 1, "statements": [], "seed": ' + "9" * 5000 + "}",
 }
 PROGRAM_EDITS = {

@@ -245,3 +245,24 @@ def test_replay_rejects_a_malformed_file_before_any_engine_runs(capsys, tmp_path
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gradspec: error: "), lines
     assert message in lines[0], lines
+
+
+def _nested(depth: int) -> Program:
+    """A leaf, then a call `depth` no_grad blocks deep."""
+    body = [S("call", "q", None, ["x", "x"], {"fn": "add", "kw": {}})]
+    for _ in range(depth):
+        body = [S("mode", None, None, [], {"mode": "no_grad"}, body=body)]
+    return Program([leaf("x", [1.0, 2.0], [2]), *body])
+
+
+def test_blocks_nest_up_to_the_bound_and_no_deeper(tmp_path):
+    """MAX_DEPTH blocks deep validates and runs through a worker process (a program that
+    cannot be pickled to one was a traceback); one more is refused, naming the statement."""
+    from conformance.lang.validate import MAX_DEPTH
+    deepest = _nested(MAX_DEPTH)
+    validate(deepest)
+    path = tmp_path / "p.json"
+    path.write_text(deepest.dumps())
+    assert main(["replay", str(path), "--engine", "refimpl", "--oracle", "refimpl"]) == 0
+    with pytest.raises(ProgramError, match=f"body: blocks nested more than {MAX_DEPTH} deep"):
+        validate(_nested(MAX_DEPTH + 1))
