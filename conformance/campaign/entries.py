@@ -64,9 +64,9 @@ def _failed_program(r: dict[str, Any], pseed: int, ctx: Context
         return program, [div]
     program = regenerate(ctx.source, pseed, ctx.caps, ctx.size)
     if r.get("internal"):
-        return program, [Divergence("", "program", "internal", "completed (a gradspec bug: "
+        return program, [Divergence("", "program", "internal", "not judged (gradspec failed: "
                                     "see the traceback in report.json)",
-                                    r["internal"].strip().splitlines()[-1])]
+                                    (r["internal"].strip().splitlines() or [""])[-1])]
     div = Divergence.from_json(r["failure"])
     stmts = dict(program.walk())
     if div.path in stmts:

@@ -65,6 +65,13 @@ def default_source(seed: int, capabilities: frozenset[str], size: int) -> Progra
     return program_for_seed(seed, capabilities, size)
 
 
+def checked(source: ProgramSource) -> ProgramSource:
+    """`source`, its programs validated (worker.CheckedSource) unless it is the generator's."""
+    if source is default_source or isinstance(source, worker.CheckedSource):
+        return source
+    return worker.CheckedSource(source)
+
+
 class CampaignInterrupted(KeyboardInterrupt):
     """Ctrl-C during run_campaign: `report` is the partial report (complete False), written to
     `report.folder`, a folder of its own beside OUT; OUT is as it was."""
@@ -90,6 +97,7 @@ def run_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[in
     failing ones are not run (None)."""
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
+    source = checked(source)
     if scheduler and stop is not None:
         raise ValueError("--maxfail is not available with --scheduler")
     options = {"source": source, "caps": caps, "size": size, "shrink_seconds": 2 * timeout,
@@ -150,6 +158,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         raise ValueError(f"timeout must be finite and positive, not {timeout!r}")
     if scheduler and maxfail:
         raise ValueError("--maxfail is not available with --scheduler")
+    source = checked(source)
     engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)
     if scheduler:
         from .cluster import check

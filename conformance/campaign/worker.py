@@ -21,10 +21,45 @@ from ..judge.executor import execute
 from ..judge.localise import localise
 from ..judge.minimize import minimize, same_problem
 from ..judge.verdict import judged, lead
-from ..lang.program import Program
+from ..lang.program import Program, ProgramError
 from ..lang.trace import Trace
+from ..lang.validate import validate
 from ..reports.graph import capture_pair
 from .pool import ENGINE, ORACLE, Progress
+
+
+class SourceError(Exception):
+    """A program source given to a campaign (`--source`) raised, or returned something that is
+    no valid program: the run cannot judge that program (it is never compared)."""
+
+
+class CheckedSource:
+    """A program source whose programs are checked as a program file is (lang/validate.py)
+    before any engine runs them: a malformed statement from it would otherwise run as skipped
+    on both engines and compare equal. Picklable where the source is, for workers that are
+    not forked. The generator's own source is not wrapped: what it draws validates
+    (tests/conformance/test_validate.py), and checking every program would cost the loop."""
+
+    def __init__(self, source: ProgramSource):
+        self.source = source
+
+    def __call__(self, seed: int, capabilities: frozenset[str], size: int) -> Program:
+        try:
+            program = self.source(seed, capabilities, size)
+        except Exception as exc:  # noqa: BLE001 - the source's own failure, in one line
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise SourceError(f"the program source raised {type(exc).__name__}: {first}"
+                              ) from None
+        if not isinstance(program, Program):
+            raise SourceError(f"the program source returned {type(program).__name__}, not a "
+                              f"conformance Program")
+        try:
+            validate(program)
+        except ProgramError as exc:
+            raise SourceError(f"the program source returned a program that does not "
+                              f"validate: {exc}") from None
+        return program
+
 
 LEAK = "grad mode leak"
 LEAK_CLAUSES = ["MODE-4", "MODE-5"]
@@ -162,6 +197,8 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
             program = opt["source"](arg, opt["caps"], opt["size"])
             result = check(program, runs.oracle, runs.engine, shrink=what == "shrink",
                            shrink_seconds=opt["shrink_seconds"], runs=runs)
+    except SourceError as exc:      # not judged: one line, no traceback of gradspec's
+        result = {"clauses": [], "internal": str(exc)}
     except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
         import traceback
         result = {"clauses": [], "internal": traceback.format_exc()}

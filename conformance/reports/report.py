@@ -86,15 +86,10 @@ def side_by_side(program: Program, oracle: Trace | None, engine: Trace | None,
     ename = f"engine {engine.engine} {engine.version}" if engine else "engine"
     rows = [f"   {'path':<6} {'statement':<{width}}  {oname}  ||  {ename}"]
     for path, s in program.walk():
-        src = statement(s, path)[0]
-        depth = path.count(".")
-        src = ("    " * depth + src)[:width]
-        mark = "!!" if path in bad else "  "
-        rows.append(f"{mark} {path:<6} {src:<{width}}  {_cell(ob.get(path))}  ||  "
-                    f"{_cell(eb.get(path))}")
-    rows.append("")
-    rows += [str(d) for d in divergences]
-    return "\n".join(rows) + "\n"
+        src = ("    " * path.count(".") + statement(s, path)[0])[:width]
+        rows.append(f"{'!!' if path in bad else '  '} {path:<6} {src:<{width}}  "
+                    f"{_cell(ob.get(path))}  ||  {_cell(eb.get(path))}")
+    return "\n".join([*rows, "", *map(str, divergences)]) + "\n"
 
 
 def write_divergence(folder: Path, program: Program, oracle: Trace | None,
@@ -190,6 +185,11 @@ class Report:
         if harness:
             return (f"could not judge {len(harness)} program(s): gradspec could not express a "
                     f"statement; first: {harness[0]['first'].splitlines()[0]}")
+        failed_us = [d for d in self.divergences if d.get("what") == "internal"]
+        if failed_us:
+            why = (failed_us[0].get("traceback") or "").strip().splitlines() or [""]
+            return (f"could not judge {len(failed_us)} program(s): gradspec failed on them "
+                    f"(its bug, or the program source's); first: {why[-1]}")
         if self.oracle_failures:
             return (f"could not judge {len(self.oracle_failures)} program(s): the oracle "
                     f"failed; first: {self.oracle_failures[0]['detail']}")

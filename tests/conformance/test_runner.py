@@ -7,6 +7,8 @@ import json
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
+
 from conformance.campaign.pool import ENGINE, ORACLE, PATH_BYTES, Progress
 from conformance.lang.program import Program
 from conformance.runner import program_seeds, run_campaign
@@ -115,12 +117,48 @@ def test_clauses_the_engine_cannot_express_are_not_applicable():
 
 
 def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
+    """A program the harness failed on is reported with its reason, and the run could not
+    judge (exit 3): it is no divergence of the engine's (exit 1)."""
     from tests.conformance.test_executor import broken_source
     report = run_campaign("torch", "torch", count=4, out_dir=tmp_path, progress=None,
                           source=broken_source)
     bad = [i for i, s in enumerate(program_seeds(0, 4)) if s % 2]
-    assert [d["index"] for d in report.divergences] == bad and report.exit_code == 1
+    assert [d["index"] for d in report.divergences] == bad and report.exit_code == 3
     assert all(d["what"] == "internal" and "KeyError" in d["traceback"]
+               for d in report.divergences)
+    assert "could not judge 2 program(s): gradspec failed" in report.unjudged()
+
+
+def _unbound_name(seed, capabilities=None, size=20):
+    return Program.from_json({"gradspec_program": 1, "statements": [
+        {"op": "leaf", "out": "x", "params": {"values": [1.0], "shape": [1],
+                                              "dtype": "float64", "requires_grad": True}},
+        {"op": "call", "out": "y", "args": ["nowhere"], "params": {"fn": "exp"}}]})
+
+
+def _unknown_field(seed, capabilities=None, size=20):
+    program = _unbound_name(seed)
+    program.statements[1].args = ["x"]
+    program.statements[1].params["bogus"] = 1
+    return program
+
+
+def _no_program(seed, capabilities=None, size=20):
+    return {"statements": []}
+
+
+@pytest.mark.parametrize("source, words", [
+    (_unbound_name, "name 'nowhere' is not bound"),
+    (_unknown_field, "unknown field 'bogus'"),
+    (_no_program, "returned dict, not a conformance Program"),
+])
+def test_a_program_source_is_held_to_what_a_program_file_is(tmp_path, source, words):
+    """A statement the harness cannot run ran as skipped on both engines and compared equal
+    (exit 0); something that is no program was a traceback. Both are programs not judged."""
+    report = run_campaign("refimpl", "refimpl", count=2, size=4, out_dir=tmp_path,
+                          progress=None, probe=False, source=source)
+    assert report.exit_code == 3 and len(report.divergences) == 2
+    assert all(d["what"] == "internal" and words in d["traceback"]
                for d in report.divergences)
 
 
