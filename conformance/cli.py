@@ -276,7 +276,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     from .campaign.matrix import run_matrix
     from .engines import EngineError, every_engine_name
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    if names == ["all"]:
+    every = names == ["all"]
+    if every:
         names = every_engine_name()
     elif "all" in names:
         raise UsageError("--engines all names every engine: give it alone")
@@ -299,11 +300,19 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
             counts = {s: sum(1 for c in col.cells.values() if c["status"] == s)
                       for s in ("pass", "diverges", "xfail", "n/a")}
             print(f"{col.engine:<14} " + ", ".join(f"{v} {k}" for k, v in counts.items())
-                  + f"; claims {', '.join(col.classes)}")
+                  + f"; claims {', '.join(col.classes)}"
+                  + (f"\n{'':<14} {col.unjudged}" if col.unjudged else ""))
         else:
             print(f"{col.engine:<14} unavailable: {col.reason}")
     out = Path(args.out)
     print(f"matrix: {out / 'matrix.html'}, {out / 'matrix.md'}")
+    # not judged: a column that could not (a campaign's exit 3), or an engine named that did
+    # not load (with `all`, one not installed is expected)
+    unjudged = [c.engine for c in columns if c.unjudged or not (c.ok or every)]
+    if unjudged:
+        print(f"gradspec: could not judge {', '.join(unjudged)} (see above): the matrix is "
+              f"incomplete", file=sys.stderr)
+        return 3
     return 0
 
 

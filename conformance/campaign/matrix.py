@@ -20,8 +20,10 @@ xfail, of the first expected failure on the clause; for pass, a program that exe
 (spec/<file>.md#<id>). Each column says which conformance classes the engine claims, and per
 class its divergent programs and distinct problems (reports/classes.py); a clause of a class it
 does not claim is n/a. An engine that cannot load gets a column of n/a with the reason. The
-exit code is 0 when the matrix is written: divergences are its content (`gradspec run` is the
-pass/fail gate), 2 for bad usage.
+exit code is 0 when the matrix is written and every column judged: divergences are its content
+(`gradspec run` is the pass/fail gate); 3 when it is written but some column could not be
+judged (an engine named that cannot load, `--engines all` excepted, where one not installed
+is expected; or a campaign that could not judge, as `gradspec run`'s exit 3); 2 for bad usage.
 """
 from __future__ import annotations
 
@@ -107,6 +109,7 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
         col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
                                 report.capability_checks if c["verdict"] not in ("ok", "unprobed")]
         col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
+        col.unjudged = report.unjudged() or ""
         firsts: dict[str, dict[str, Any]] = {}
         problems: dict[str, int] = {}
         for g in report.groups:     # most frequent first: a cell links to its largest one

@@ -36,6 +36,7 @@ class Column:
     by_class: dict[str, dict[str, Any]] = field(default_factory=dict)   # report.json's
     capability_notes: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    unjudged: str = ""                # why its campaign could not judge it (report.json)
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)   # clause -> cell
 
 
@@ -115,6 +116,7 @@ def markdown(spec, clauses: list[str], links: dict[str, str], columns: list[Colu
                 for g in col.groups[:20]]
         out += [f"  - capability {n}" for n in col.capability_notes]
         out += [f"  - stale expected failure, {s}" for s in col.stale]
+        out += [f"  - {col.unjudged}"] if col.unjudged else []
     return "\n".join(out) + "\n"
 
 
@@ -141,6 +143,7 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
             if col.by_class:
                 sub += "".join(f"<br>{e(part)}" for part in classes_text(col).split("; "))
             sub += "".join(f"<br>capability {e(n)}" for n in col.capability_notes)
+            sub += f"<br><b>{e(col.unjudged)}</b>" if col.unjudged else ""
         else:
             sub = f"unavailable: {e(col.reason)}"
         heads.append(f"<th>{e(col.engine)}<div class=\"small\">{sub}</div></th>")

@@ -159,7 +159,7 @@ def test_the_command(tmp_path, capsys):
     code = main(["matrix", "--engines", "torch,nope", "--count", "2", "--size", "8",
                  "--quiet", "--out", str(tmp_path), "--spec-url", "https://example.org/spec/"])
     out = capsys.readouterr().out
-    assert code == 0 and (tmp_path / "matrix.html").exists()
+    assert code == 3 and (tmp_path / "matrix.html").exists()    # nope: not judged
     assert "[LEAF-1](https://example.org/spec/leaf.md#leaf-1)" in \
         (tmp_path / "matrix.md").read_text()
     assert "nope" in out and "unavailable" in out and "pass" in out
@@ -205,3 +205,17 @@ def test_engines_all_names_every_builtin_and_entry_point_engine(monkeypatch, tmp
     assert seen["engines"] == names
     assert main(["matrix", "--engines", "all,torch", "--out", str(tmp_path)]) == 2
     assert "--engines all names every engine: give it alone" in capsys.readouterr().err
+
+
+def test_a_column_that_could_not_be_judged_makes_the_matrix_exit_3(tmp_path, capsys):
+    """An engine that crashes on every program: its campaign could not judge it (exit 3 for
+    `gradspec run`), so the matrix, written all the same, is no pass either."""
+    code = main(["matrix", "--engines", "refimpl,tests.broken_engines.aborts:factory",
+                 "--oracle", "refimpl", "--count", "2", "--size", "6", "--quiet",
+                 "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 3 and (tmp_path / "matrix.html").exists()
+    assert "could not judge: 2 crash(es)" in captured.out
+    assert "could not judge tests.broken_engines.aborts:factory" in captured.err
+    data = json.loads((tmp_path / "matrix.json").read_text())
+    assert [bool(c["unjudged"]) for c in data["engines"]] == [False, True]
