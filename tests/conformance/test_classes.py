@@ -145,6 +145,11 @@ def test_hook_calls_reordered_are_torch_observable_missing_ones_are_not(all_core
         return d.signature.split("/")[-1], d.cls
     assert run(["b", "c"], ["c", "b"]) == ("reordered", "torch-observable")
     assert run(["b", "c"], ["b"]) == ("missing", "core")
+    # reordered, and what a hook got changed with it: no longer the same calls (HOOK-14 is
+    # this program's primary clause, whose class decides)
+    d = hook_divergence(p, ["b", "c"], ["c", "b"], engine_values=[[2.0], [1.0]])
+    assert (d.signature.split("/")[-1], d.primary) == ("reordered-other-gradients", "HOOK-14")
+    assert d.cls == load_spec().clauses["HOOK-14"].cls
 
 
 def test_a_divergence_keeps_its_class_through_json_and_failures_have_none(all_core):

@@ -42,14 +42,17 @@ def untagged(program: Program) -> Program:
 
 # ---- the primary clause ----------------------------------------------------------------------
 
-def hook_divergence(p: Program, oracle_hooks: list[str], engine_hooks: list[str]):
+def hook_divergence(p: Program, oracle_hooks: list[str], engine_hooks: list[str],
+                    engine_values: list[list[float]] | None = None):
     """The one divergence of traces of `p` that agree but for the hook calls of its last
-    statement (labels in call order, each with the same gradient)."""
-    def trace(hooks):
+    statement (labels in call order, each with the gradient [1.0], or on the engine's side
+    `engine_values` in call order)."""
+    def trace(hooks, values=None):
         events = [Event(str(i), s.op) for i, s in enumerate(p.statements)]
-        events[-1].hooks = [[h, [1.0], "float32"] for h in hooks]
+        values = values or [[1.0]] * len(hooks)
+        events[-1].hooks = [[h, v, "float32"] for h, v in zip(hooks, values, strict=True)]
         return Trace("t", "1", "cpu", events)
-    (d,) = compare(p, trace(oracle_hooks), trace(engine_hooks))
+    (d,) = compare(p, trace(oracle_hooks), trace(engine_hooks, engine_values))
     return d
 
 def test_every_clause_the_verdict_cites_exists():
@@ -141,9 +144,12 @@ def hooks_on_one_tensor() -> Program:
 
 
 def test_hook_order_on_one_tensor_is_hook_2_whatever_the_tags():
+    """Reversed, the scaling hook runs first and the recording one gets three times the
+    gradient: the calls differ, not only their order, so the divergence is HOOK-2's, of its
+    class (core), not the torch-observable class of the same calls in another order."""
     divs = judged(hooks_on_one_tensor(), f"{BROKEN}.reversed_hooks:factory")
-    assert [(d.what, d.primary, d.signature) for d in divs] == [
-        ("hooks", "HOOK-2", "backward/hooks/calls/reordered")]
+    assert [(d.what, d.primary, d.signature, d.cls) for d in divs] == [
+        ("hooks", "HOOK-2", "backward/hooks/calls/reordered-other-gradients", "core")]
 
 
 def retained_nonleaf() -> Program:
