@@ -10,7 +10,7 @@ from typing import Any
 
 from ..engines.base import Engine
 from ..judge.compare import Divergence, is_harness
-from ..judge.verdict import attribute, claimed, lead, verdict
+from ..judge.verdict import attribute, lead, verdict
 from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
 from ..lang.program import Program
@@ -118,11 +118,13 @@ def judge(program: Program, divs: list[Divergence], oracle_trace: Trace | None,
     for d in divs:
         cites.update(dict.fromkeys(d.clauses))
     primary, signature = verdict(divs, classes)
-    first = lead(divs, classes)         # the first divergence in a claimed class, if any
-    head = divs[0] if claimed(divs[0], classes) else first
+    # the divergence the program is judged by (its first in a claimed class, a sweep's
+    # differing value before the warnings it also differs in), whose every field the entry
+    # gives: its primary clause and signature with another divergence's line misled
+    first = lead(divs, classes)
     unclaimed = not_claimed(first.cls, classes)
-    return {"what": head.what, "path": head.path, "clauses": list(cites), "primary": primary,
-            "signature": signature, "class": first.cls, "first": str(head),
+    return {"what": first.what, "path": first.path, "clauses": list(cites), "primary": primary,
+            "signature": signature, "class": first.cls, "first": str(first),
             **({"not_applicable": unclaimed} if unclaimed else {})}
 
 

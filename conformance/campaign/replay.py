@@ -127,12 +127,13 @@ def _replay(args: argparse.Namespace) -> int:
 def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
     from ..engines import EngineError
     from ..reports.progress import Bar
+    from ..reports.replay import judged_line
     counts = {"agree": 0, "diverge": 0, "could not judge": 0}
     worst = 0
     with Bar(len(jobs), "programs", "replay", False if args.quiet else None) as bar:
         for path, program, engine, oracle, dev, _ in jobs:
             try:
-                code, line = _verdict(replay(program, engine, oracle, dev, args.timeout))
+                code, line = judged_line(replay(program, engine, oracle, dev, args.timeout))
             except EngineError as exc:      # its workers could not start the engines
                 code, line = 3, f"could not judge: {exc}"
             counts[("agree", "diverge", "", "could not judge")[code]] += 1
@@ -141,28 +142,6 @@ def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
             bar.write(f"{path}: {engine} vs {oracle}: {line}")
     print(f"replayed {len(jobs)} programs: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     return worst
-
-
-def _verdict(result: dict[str, Any]) -> tuple[int, str]:
-    """A replay's exit status (0, 1 or 3) and its line."""
-    from ..judge.compare import HARNESS, Divergence
-    if "internal" in result:
-        return 3, "could not judge: a gradspec error: " + \
-            (result["internal"].strip().splitlines() or [""])[-1]
-    if "oracle_failure" in result:
-        return 3, f"could not judge: {result['oracle_failure']}"
-    if "failure" in result:
-        div = Divergence.from_json(result["failure"])
-        return 3, f"could not judge: {div.what} at statement {div.path}: {div.engine}"
-    found = [Divergence.from_json(d) for d in result["divergences"]]
-    if any(d.what == HARNESS for d in found):
-        return 3, f"could not judge: {next(d for d in found if d.what == HARNESS)}"
-    if not found:
-        return 0, "no divergence"
-    first = found[0]
-    cite = f" [{first.primary}]" if first.primary else ""
-    return 1, (f"{len(found)} divergence(s); first: statement {first.path} ({first.op}) "
-               f"{first.what}{cite}")
 
 
 def replay(program: Program, engine_spec: str, oracle_spec: str, device: str = "cpu",

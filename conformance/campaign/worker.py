@@ -192,7 +192,8 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
             o, e, found = runs.judge(program)
             result = {"oracle": o.to_json(), "engine": e.to_json(),
                       "divergences": [d.to_json() for d in found],
-                      "names": [runs.oracle.name, runs.engine.name]}
+                      "names": [runs.oracle.name, runs.engine.name],
+                      "classes": sorted(runs.classes)}
         else:
             program = opt["source"](arg, opt["caps"], opt["size"])
             result = check(program, runs.oracle, runs.engine, shrink=what == "shrink",

@@ -4,8 +4,10 @@ A divergence folder (conformance/reports/report.py, write_divergence) records in
 the engine, oracle and device its program ran on; `recorded` reads them, so that a replay of a
 folder runs where the divergence was found. `print_replay` prints the result of one isolated
 replay (conformance/campaign/runner.py, replay): both traces side by side, or the crash or hang
-with the statement that was running, and returns the exit status: 0 no divergence, 1
-divergences, 3 could not judge (a crash or hang of either engine, or a harness error).
+with the statement that was running, and returns the exit status (`judged_line`, which a
+replay of several programs prints one line of each): 0 no divergence (or none in a class the
+engine claims), 1 divergences, 3 could not judge (a crash or hang of either engine, a harness
+error, a gradspec error).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.compare import Divergence, harness_errors
+from ..judge.verdict import claimed, lead
 from ..lang.program import Program
 from ..lang.trace import Trace
 from .report import EXIT_UNJUDGED, side_by_side
@@ -60,4 +63,36 @@ def print_replay(program: Program, result: dict[str, Any], engine_spec: str) -> 
               f"express; {harness[0]}", file=sys.stderr)
         return EXIT_UNJUDGED
     print(f"{len(found)} divergence(s) between {result['names'][1]} and {result['names'][0]}")
-    return 1 if found else 0
+    code, line = judged_line(result)
+    if found:
+        print(line)
+    return code
+
+
+def judged_line(result: dict[str, Any]) -> tuple[int, str]:
+    """The exit status (0, 1 or 3) of one replay's result and its line. A divergent program
+    is judged as `gradspec run` judges it: by its lead divergence among the classes the
+    engine claims (judge/verdict.py, `lead`); with none there it is not applicable (0)."""
+    if "internal" in result:
+        return EXIT_UNJUDGED, "could not judge: a gradspec error: " + \
+            (result["internal"].strip().splitlines() or [""])[-1]
+    if "oracle_failure" in result:
+        return EXIT_UNJUDGED, f"could not judge: {result['oracle_failure']}"
+    if "failure" in result:
+        div = Divergence.from_json(result["failure"])
+        return EXIT_UNJUDGED, f"could not judge: {div.what} at statement {div.path}: " \
+                              f"{div.engine}"
+    found = [Divergence.from_json(d) for d in result["divergences"]]
+    harness = harness_errors(found)
+    if harness:
+        return EXIT_UNJUDGED, f"could not judge: {harness[0]}"
+    if not found:
+        return 0, "no divergence"
+    classes = result.get("classes")
+    first = lead(found, classes)
+    where = f"statement {first.path} ({first.op}) {first.what}" + \
+        (f" [{first.primary}]" if first.primary else "")
+    if not any(claimed(d, classes) for d in found):
+        return 0, (f"{len(found)} divergence(s), not applicable: of classes the engine does "
+                   f"not claim; first: {where} (class {first.cls})")
+    return 1, f"{len(found)} divergence(s); first: {where}"

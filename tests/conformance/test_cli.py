@@ -105,3 +105,20 @@ def test_replay_of_a_clean_program_exits_0(capsys, tmp_path):
     f.write_text(saved_output().dumps())
     assert main(["replay", str(f), "--engine", "torch"]) == 0
     assert "VERSION_MISMATCH" in capsys.readouterr().out
+
+
+def test_run_and_replay_judge_a_program_by_the_same_divergence(tmp_path, capsys):
+    """An engine that retains every gradient differs first in a sweep's warnings and, at the
+    same statement, in a value: the program is judged by the value (RETAIN-1). The report's
+    entry gave RETAIN-1 beside the warnings' line, and replay named RETAIN-7."""
+    engine = "tests.broken_engines.retains_every_grad:factory"
+    assert main(["run", "--engine", engine, "--count", "20", "--quiet", "--no-probe",
+                 "--out", str(tmp_path / "out")]) == 1
+    entries = json.loads((tmp_path / "out" / "report.json").read_text())["divergences"]
+    swept = [e for e in entries if e["primary"] == ["RETAIN-1"]]
+    assert swept, [e["primary"] for e in entries]
+    for e in swept:
+        assert e["what"] == "value" and "[RETAIN-1]" in e["first"].splitlines()[0]
+    capsys.readouterr()
+    assert main(["replay", swept[0]["folder"]]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith("value [RETAIN-1]")
