@@ -495,3 +495,15 @@ def test_a_real_ctrl_c_while_an_engine_loads_interrupts(tmp_path: Path):
     """Unlike a KeyboardInterrupt the factory raises itself (a broken adapter, exit 2)."""
     r = gradspec(engine(f"{A}:interrupted_by_user"), folder(tmp_path, {}))
     assert r.returncode == 130 and r.stderr.splitlines() == ["gradspec: interrupted"], r.stderr
+
+
+def test_replay_never_imports_a_module_a_divergence_json_names(tmp_path: Path):
+    """A folder's divergence.json naming an import path (here a module whose import prints,
+    beside the folder in the current folder) is refused before anything is imported."""
+    cwd = folder(tmp_path, {"d/program.json": GOOD_PROGRAM,
+                            "d/divergence.json": json.dumps({"engine": "loud:factory",
+                                                             "oracle": "refimpl"}),
+                            "loud.py": "print('IMPORTED')\ndef factory(device='cpu'): pass\n"})
+    r = gradspec(["replay", "d"], cwd)
+    assert_one_line_exit_2(r, "give it with --engine")
+    assert "IMPORTED" not in r.stdout + r.stderr

@@ -96,9 +96,24 @@ def _load(path: Path, args: argparse.Namespace) -> tuple[Any, str, str, str, boo
         dev = args.device or (device(rec["device"]) if "device" in rec else "cpu")
     except argparse.ArgumentTypeError as exc:
         raise _Usage(f"{path.parent / 'divergence.json'}: device {exc}") from None
+    for role in ("engine", "oracle"):
+        if not getattr(args, role) and role in rec:
+            _named(rec[role], role, path.parent / "divergence.json")
     return (program, args.engine or rec.get("engine", "refimpl"),
             args.oracle or rec.get("oracle", "torch"), dev,
             bool(rec) and not (args.engine and args.oracle))
+
+
+def _named(spec: str, role: str, meta: Path) -> None:
+    """An engine a divergence.json records is replayed on only where it is one gradspec knows
+    by name (a built-in or an installed entry point): an import path there names a module
+    that loading would import, whatever the file's author put beside it, so it must come from
+    the command line."""
+    from ..engines import every_engine_name
+    if spec.strip() not in every_engine_name():
+        raise _Usage(f"{meta}: records the {role} {spec!r}, which is not an engine gradspec "
+                     f"knows by name: give it with --{role} to replay on it (a file's word "
+                     f"does not make gradspec import a module)")
 
 
 def _replay(args: argparse.Namespace) -> int:

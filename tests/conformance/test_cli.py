@@ -120,5 +120,5 @@ def test_run_and_replay_judge_a_program_by_the_same_divergence(tmp_path, capsys)
     for e in swept:
         assert e["what"] == "value" and "[RETAIN-1]" in e["first"].splitlines()[0]
     capsys.readouterr()
-    assert main(["replay", swept[0]["folder"]]) == 1
+    assert main(["replay", swept[0]["folder"], "--engine", engine]) == 1
     assert capsys.readouterr().out.splitlines()[-1].endswith("value [RETAIN-1]")

@@ -167,8 +167,10 @@ def test_a_crash_or_hang_repro_is_shrunk_to_what_still_fails(tmp_path, engine, w
         program = Program.loads((Path(d["folder"]) / "program.json").read_text())
         assert [s.op for s in program.statements] == ["leaf", "call", "call", "backward"]
         assert d["primary"] == ["GRAPH-2"] and "at statement 3" in d["first"]
-    # the shrunk repro still fails, on replay, at the statement it names
-    assert main(["replay", failed[0]["folder"], "--timeout", str(timeout)]) == 3
+    # the shrunk repro still fails, on replay, at the statement it names (the engine given
+    # again: divergence.json records an import path, which replay never imports on its word)
+    assert main(["replay", failed[0]["folder"], "--timeout", str(timeout),
+                 "--engine", f"{ENGINES}.{engine}:factory"]) == 3
     assert "at statement 3" in capsys.readouterr().err
     assert settled(os.getpid()) == []
 
@@ -243,9 +245,15 @@ def test_the_oracle_failing_means_the_run_cannot_be_judged(tmp_path):
     assert "the oracle crashed at statement 3" in report.oracle_failures[0]["detail"]
 
 
-def test_replay_of_a_crash_takes_the_recorded_engine_and_names_the_statement(tmp_path, capsys):
+def test_replay_of_a_crash_takes_the_recorded_oracle_and_names_the_statement(tmp_path, capsys):
+    """The folder records the engine by import path: replay refuses to import it on the
+    file's word (one line, exit 2) and replays when it is given again."""
     report = campaign(tmp_path, "aborts", count=3)
-    assert main(["replay", report.crashes[0]["folder"], "--timeout", "5"]) == 3
+    folder = report.crashes[0]["folder"]
+    assert main(["replay", folder, "--timeout", "5"]) == 2
+    assert "give it with --engine" in capsys.readouterr().err
+    assert main(["replay", folder, "--timeout", "5", "--engine", f"{ENGINES}.aborts:factory"]
+                ) == 3
     out, err = capsys.readouterr()
     assert f"{ENGINES}.aborts:factory" in out and f"!! {BACKWARD} " in out
     assert err.count("\n") == 1 and f"at statement {BACKWARD}" in err and "crash" in err
