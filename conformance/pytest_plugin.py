@@ -291,10 +291,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Check every gradspec option now, where a mistake is one line: only when asked for."""
     if chosen(config)["xfail"]:
         xfail_entries(config)
-        if not config.pluginmanager.has_plugin("gradspec-node-id-entries"):
-            from conformance.suite.nodeids import NodeIdEntries
-            config.pluginmanager.register(NodeIdEntries(config, lambda: _test_entries(config)),
-                                          "gradspec-node-id-entries")
+        if not config.pluginmanager.has_plugin("gradspec-expected-failures"):
+            from conformance.suite.expected import ExpectedFailureEntries
+            config.pluginmanager.register(ExpectedFailureEntries(config),
+                                          "gradspec-expected-failures")
     if not active(config):
         return
     profile(config)
@@ -314,12 +314,6 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker draws the stream of the controller's seed."""
     if active(node.config):
         node.workerinput["gradspec_seed"] = stream_seed(node.config)
-
-
-def _test_entries(config: pytest.Config) -> list:
-    """The node-ID entries for the engine under test (by its --gradspec-engine name)."""
-    return for_engine([x for x in xfail_entries(config) if x.kind == "test"],
-                      (chosen(config)["engine"],))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

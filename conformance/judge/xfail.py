@@ -311,5 +311,32 @@ def stale_tests(entries: list[Xfail], collected: Iterable[str], outcomes: Mappin
     return out
 
 
+def stale_items(entries: list[Xfail], outcomes: Mapping[str, str],
+                seeds: Iterable[int] | None) -> list[dict[str, Any]]:
+    """Stale clause, error-kind and seed entries of a pytest session's clause items
+    (conformance/suite: one item per clause, judged by the programs whose primary clause it
+    is), by the items' outcomes, as `stale` judges a campaign's by its rows. `outcomes`:
+    clause ID -> passed | failed | skipped of its item (an xfailed item failed: what it
+    expects happened). A clause entry now passes when its item passed; an error-kind entry when
+    the items of all its kind's clauses passed; a seed entry matches nothing when `seeds` (every
+    program seed the session could run; None: not known here) lacks it. Whether a seed's
+    program now runs clean, the items do not say: not judged."""
+    out = []
+    known = None if seeds is None else set(seeds)
+    for x in entries:
+        why = None
+        if x.kind == "clause" and outcomes.get(x.id) == "passed":
+            why = "now passes: its clause item passed"
+        elif x.kind == "error":
+            clauses = load_errors()[x.id].clauses if x.id in load_errors() else ()
+            if clauses and all(outcomes.get(c) == "passed" for c in clauses):
+                why = f"now passes: the clause items of {', '.join(clauses)} passed"
+        elif x.kind == "seed" and known is not None and x.seed not in known:
+            why = "matches nothing: no program of this session has that seed"
+        if why:
+            out.append({**x.to_json(), "stale": why})
+    return out
+
+
 __all__ = ["Xfail", "XfailError", "attributed", "expects", "for_engine", "load", "marked_tests",
-           "match", "parse", "stale", "stale_tests"]
+           "match", "parse", "stale", "stale_items", "stale_tests"]

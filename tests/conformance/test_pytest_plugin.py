@@ -248,14 +248,35 @@ def test_the_old_option_names_still_work(pytester, monkeypatch):
 
 
 def test_only_the_claimed_classes_are_judged(pytester, monkeypatch):
-    """reversed_hooks calls hooks in the wrong order: a torch-observable divergence (HOOK-2),
-    which fails the engine's claim (every class) and nothing when it claims core alone."""
+    """renamed_nodes gives nodes other names: torch-observable divergences (GRAPH-3 is their
+    primary clause), which fail the engine's claim (every class) and nothing when it claims
+    core alone. (reversed_hooks was the example once; a reorder that gives a hook another
+    gradient is HOOK-2's own class, core: tests/conformance/test_verdict.py.)"""
     args = ("--pyargs", "conformance.suite", "--gradspec-engine",
-            "tests.broken_engines.reversed_hooks:factory", "--gradspec-profile", "ci",
-            "-k", "test_clause and HOOK-2 and not HOOK-20")
+            "tests.broken_engines.renamed_nodes:factory", "--gradspec-profile", "ci",
+            "-k", "test_clause and GRAPH-3")
     suite_run(pytester, monkeypatch, *args).assert_outcomes(failed=1)
-    suite_run(pytester, monkeypatch, *args, "--gradspec-classes", "core").assert_outcomes(
-        passed=1)
+    core = suite_run(pytester, monkeypatch, *args, "--gradspec-classes", "core", "-rs")
+    core.assert_outcomes(skipped=1)     # every program of GRAPH-3 not applicable: no verdict
+    assert "torch-observable" in core.stdout.str(), core.stdout.str()[-2000:]
     bad = suite_run(pytester, monkeypatch, *args, "--gradspec-classes", "nope")
     assert bad.ret == 4 and "--gradspec-classes: 'nope' is not a conformance class" in \
         bad.stderr.str()
+
+
+def test_the_suite_lists_stale_clause_and_seed_entries_as_gradspec_run_does(pytester,
+                                                                          monkeypatch):
+    """The one matcher's staleness in a pytest session too: a clause entry whose item passed
+    now passes; a seed no program of the session has matches nothing; an entry for a clause
+    whose item did not run is neither."""
+    pytester.path.joinpath("known.txt").write_text(
+        "VER-7  fixed since\nseed:5  no such program\nLEAF-5  its item is deselected\n")
+    r = suite_run(pytester, monkeypatch, "--pyargs", "conformance.suite", "--gradspec-engine",
+                  "refimpl", "--gradspec-profile", "ci", "-k", "VER-7",
+                  "--gradspec-xfail", "known.txt")
+    r.assert_outcomes(passed=1)
+    stale = [ln for ln in r.stdout.lines if ln.startswith("stale expected failure")]
+    assert stale == [
+        "stale expected failure, line 1: VER-7: now passes: its clause item passed",
+        "stale expected failure, line 2: seed:5: matches nothing: no program of this session "
+        "has that seed"], r.stdout.str()[-3000:]

@@ -16,6 +16,7 @@ from conformance.cli import main
 from conformance.judge.xfail import attributed, marked_tests, match, stale_tests
 from conformance.program import Program, Stmt
 from conformance.runner import program_seeds, run_campaign
+from conformance.spec.reader import load_errors
 from conformance.xfail import XfailError, load, parse
 from tests.conformance.test_executor import MOD, source
 
@@ -292,3 +293,18 @@ def test_a_file_naming_a_clause_the_spec_lacks_is_refused(tmp_path):
     code = main(["run", "--count", "1", "--quiet", "--xfail", str(f), "--out",
                  str(tmp_path / "out")])
     assert code == 2
+
+
+def test_clause_items_tell_which_clause_error_and_seed_entries_are_stale():
+    from conformance.judge.xfail import stale_items
+    entries = parse("VER-7  fixed\nLEAF-5  still fails\nINFER-1  not run\n"
+                    "GRAPH_FREED  its clauses passed\nseed:5  not in the session\n"
+                    "seed:7  in it\nsig:*/outcome/*  never judged by items\n")
+    clauses = load_errors()["GRAPH_FREED"].clauses
+    outcomes = {"VER-7": "passed", "LEAF-5": "failed", **dict.fromkeys(clauses, "passed")}
+    found = {x["id"]: x["stale"] for x in stale_items(entries, outcomes, [7, 8])}
+    assert found == {
+        "VER-7": "now passes: its clause item passed",
+        "GRAPH_FREED": f"now passes: the clause items of {', '.join(clauses)} passed",
+        "seed:5": "matches nothing: no program of this session has that seed"}
+    assert [x["id"] for x in stale_items(entries, outcomes, None)] == ["VER-7", "GRAPH_FREED"]

@@ -1,22 +1,27 @@
-"""The pytest node-ID entries of an expected-failure file (`--gradspec-xfail`): marking the
-tests they name xfail, and listing the stale ones at the end of the run."""
+"""An expected-failure file (`--gradspec-xfail`) in a pytest session: its node-ID entries mark
+the tests they name xfail, and at the end of the session its stale entries are listed, as
+`gradspec run --xfail` lists them (the same matcher, conformance/judge/xfail.py): node-ID
+entries by the tests they name, clause, error-kind and seed entries by the clause items
+(conformance/suite/test_clauses.py)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 from typing import Any
 
 import pytest
 
+CLAUSE_ITEM = re.compile(r"::test_clause\[([A-Z]+-[0-9]+)\]$")
 
-class NodeIdEntries:
-    """The node-ID entries of the expected-failure file in one pytest run: they mark the tests
-    they name xfail, and what the run collected and how each test ended tells which are stale
-    (conformance/judge/xfail.py, stale_tests). Registered by the plugin's pytest_configure
-    where there is an expected-failure file; `entries` gives the node-ID entries for the engine
-    under test."""
 
-    def __init__(self, config: pytest.Config, entries: Callable[[], list]):
-        self.config, self.entries = config, entries
+class ExpectedFailureEntries:
+    """The expected-failure file's entries for the engine under test in one pytest session:
+    node-ID entries mark the tests they name xfail, and what the session collected and how
+    each test ended tells which entries are stale (conformance/judge/xfail.py, stale_tests and
+    stale_items). Registered by the plugin's pytest_configure where there is an
+    expected-failure file."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
         self.collected: dict[str, None] = {}
         self.outcomes: dict[str, str] = {}     # node ID -> passed | failed | skipped
 
@@ -45,11 +50,29 @@ class NodeIdEntries:
         elif report.when == "call" and self.outcomes.get(report.nodeid) != "failed":
             self.outcomes[report.nodeid] = "passed"
 
+    def entries(self) -> list:
+        """The entries for the engine under test (its --gradspec-engine name)."""
+        from conformance.pytest_plugin import chosen, xfail_entries
+        from conformance.suite.checks import for_engine
+        return for_engine(xfail_entries(self.config), (chosen(self.config)["engine"],))
+
+    def seeds(self) -> list[int]:
+        """Every program seed the session's clause items could run."""
+        from conformance.pytest_plugin import profile, stream_seed
+        from conformance.suite.clauses import session_seeds
+        p = profile(self.config)
+        return session_seeds(stream_seed(self.config), p.programs, p.per_clause)
+
     def stale(self) -> list[dict[str, Any]]:
-        from conformance.judge.xfail import stale_tests
+        from conformance.judge.xfail import stale_items, stale_tests
         root = self.config.rootpath
-        return stale_tests(self.entries(), self.collected, self.outcomes,
-                           lambda path: (root / path).is_file())
+        entries = self.entries()
+        items = {m.group(1): outcome for nodeid, outcome in self.outcomes.items()
+                 if (m := CLAUSE_ITEM.search(nodeid))}
+        found = stale_tests(entries, self.collected, self.outcomes,
+                            lambda path: (root / path).is_file())
+        found += stale_items(entries, items, self.seeds() if items else None)
+        return sorted(found, key=lambda x: x["line"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):     # an xdist worker: the controller reports
