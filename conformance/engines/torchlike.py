@@ -38,12 +38,23 @@ def nest(values: Sequence[Any], shape: Sequence[int]) -> Any:
 
 class TorchLike(Engine):
     def __init__(self, module: ModuleType, name: str, device: str = "cpu",
-                 capabilities: frozenset[str] = ALL_CAPABILITIES):
+                 capabilities: frozenset[str] | None = None):
+        """`capabilities`: those declared; by default a subclass's own class attribute
+        `capabilities` where it has one (as any Engine declares them), else all."""
         self.torch = module
         self.name = name
         self.device = device
         self.version = str(getattr(module, "__version__", "?"))
+        if capabilities is None:
+            capabilities = next((vars(c)["capabilities"] for c in type(self).__mro__
+                                 if c is not TorchLike and issubclass(c, TorchLike)
+                                 and "capabilities" in vars(c)), ALL_CAPABILITIES)
         self.capabilities = frozenset(capabilities)
+        cuda = getattr(module, "cuda", None)
+        if device == "cuda" and cuda is not None and not cuda.is_available():
+            from . import EngineError
+            raise EngineError(f"engine {name!r} on cuda: CUDA is not available in this "
+                              f"{getattr(module, '__name__', 'module')} build ({self.version})")
 
     # ---- construction and ops -------------------------------------------------------------
     def leaf(self, values, shape, dtype, requires_grad):

@@ -39,12 +39,16 @@ from .probe_programs import (  # noqa: F401  (X: conformance.capabilities re-exp
     X,
 )
 
+# why a probe through the engine's module cannot run: the adapter does not say the module is
+# the engine (TorchLike's subclasses do not, unless they override render_prelude)
+NO_MODULE = ("a torch-shaped module that is the engine (an adapter says its module is: "
+             "Engine.render_prelude, docs/engines.md)")
 
 def _node_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
     """grad_fn.register_hook and register_prehook, through the engine's torch-shaped module."""
     torch = getattr(engine, "torch", None)
     if torch is None or engine.render_prelude() is None:
-        return None, "no probe: node hooks need a torch-shaped module that is the engine"
+        return None, f"no probe: node hooks need {NO_MODULE}"
     calls: list[str] = []
     try:
         x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -65,7 +69,7 @@ def _custom_function_via_module(engine: Engine) -> tuple[bool | None, str]:
     torch-shaped module; torch 2.13 gives x.grad [5.0, -1.0] and the node ScaleBackward."""
     torch = getattr(engine, "torch", None)
     if torch is None or engine.render_prelude() is None:
-        return None, "no probe: custom Functions need a torch-shaped module that is the engine"
+        return None, f"no probe: custom Functions need {NO_MODULE}"
     try:
         once = torch.autograd.function.once_differentiable
 
@@ -100,7 +104,7 @@ def _data_assign_via_module(engine: Engine) -> tuple[bool | None, str]:
     version 1."""
     torch = getattr(engine, "torch", None)
     if torch is None or engine.render_prelude() is None:
-        return None, "no probe: .data = and set_() need a torch-shaped module that is the engine"
+        return None, f"no probe: .data = and set_() need {NO_MODULE}"
     try:
         x = torch.tensor([1.0, 2.0], requires_grad=True)
         x.data = torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64)
@@ -127,7 +131,7 @@ def _saved_tensors_hooks_via_module(engine: Engine) -> tuple[bool | None, str]:
     inside the disabled block."""
     torch = getattr(engine, "torch", None)
     if torch is None or engine.render_prelude() is None:
-        return None, "no probe: saved-tensor hooks need a torch-shaped module that is the engine"
+        return None, f"no probe: saved-tensor hooks need {NO_MODULE}"
     calls: list[str] = []
 
     def pack(t):

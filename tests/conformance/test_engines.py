@@ -244,3 +244,40 @@ class _Recorder:
             self.calls.append(name)
             return [] if name in ("shape", "next_functions") else None
         return method
+
+
+class _Narrowed(TorchLike):
+    """A subclass that declares its capabilities as any Engine does, as a class attribute."""
+    capabilities = frozenset({"core", "hooks", "views"})
+
+
+class _NarrowedBadly(TorchLike):
+    capabilities = frozenset({"core", "bogus_cap"})
+
+
+def narrowed(device="cpu"):
+    import torch
+    return _Narrowed(torch, "narrowed", device)
+
+
+def narrowed_badly(device="cpu"):
+    import torch
+    return _NarrowedBadly(torch, "narrowed-badly", device)
+
+
+def test_a_torchlike_subclass_declares_capabilities_as_a_class_attribute():
+    """TorchLike set every capability on the instance, hiding a subclass's own declaration
+    (and an unknown name in it): the class attribute holds, and is checked, as an argument is."""
+    here = "tests.conformance.test_engines"
+    assert load_engine(f"{here}:narrowed").capabilities == {"core", "hooks", "views"}
+    with pytest.raises(EngineError, match="unknown capabilities bogus_cap"):
+        load_engine(f"{here}:narrowed_badly")
+    import torch
+    assert TorchLike(torch, "t").capabilities == ALL_CAPABILITIES
+    assert TorchLike(torch, "t", capabilities={"core"}).capabilities == {"core"}
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a CUDA build")
+def test_a_torchlike_engine_on_cuda_without_cuda_does_not_load():
+    with pytest.raises(EngineError, match="CUDA is not available"):
+        load_engine("tests.conformance.test_engines:narrowed", "cuda")
