@@ -196,8 +196,10 @@ def render(source: str, out: Path) -> tuple[Path, str | None]:
     except gv.ExecutableNotFound:
         text = out.with_suffix(".dot")
         text.write_text(source, encoding="utf-8")
+        # the file's name only: a campaign draws into a staging folder it then renames
         return text, (f"Graphviz's dot program is not installed: wrote the DOT text to "
-                      f"{text} instead of {out.name} (apt-get install graphviz renders it)")
+                      f"{text.name} beside it instead of {out.name} (apt-get install graphviz "
+                      f"renders it)")
     out.write_bytes(picture)
     return out, None
 
