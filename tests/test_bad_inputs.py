@@ -145,6 +145,8 @@ FLAGS = [
     Case("xfail-unreadable", run("--xfail", "secret.txt"), {"secret.txt": "LEAF-5 why\n"},
          words="cannot read"),
     Case("spec-unknown", ["spec", "NOPE"], words="unknown clause ID 'NOPE'"),
+    Case("spec-unknown-at-a-release", ["spec", "ZZZ-1", "--at", "1.0.0"],
+         words="unknown clause ID 'ZZZ-1': in no spec release"),
     Case("spec-missing", ["spec"]),
     Case("spec-two", ["spec", "LEAF-1", "LEAF-2"]),
     Case("index-extra", ["index", "--frobnicate"]),
@@ -293,6 +295,11 @@ PROGRAM_EDITS = {
     "statement-int": top("statements", [1]),
     "statement-op-missing": without(0, "op"),
     "statement-op-unknown": at(0, "op", "frobnicate"),
+    # a clause the spec lacks would be cited, and decide how a divergence is judged
+    "clause-unknown": at(1, "clauses", ["ZZZ-1"]),
+    # a label is a line of a report: one that breaks the replay table could forge lines
+    "hook-label-newline": param(6, "label", "h\n0 divergence(s)"),
+    "hook-label-escape": param(6, "label", "h\x1b[2J"),
     "statement-op-list": at(0, "op", ["leaf"]),
     "statement-unknown-field": at(0, "colour", "red"),
     "meta-int": top("meta", 1),

@@ -134,7 +134,7 @@ def parse(text: str, where: str = "xfail file") -> list[Xfail]:
                              f"({', '.join(CLASSES)})")
         engines: tuple[str, ...] = ()
         if rest.startswith("@"):
-            tag, _, rest = rest.partition(" ")
+            tag, _, rest = rest.replace("\t", " ").partition(" ")     # tabs separate too
             if not _ENGINE.match(tag):
                 raise XfailError(f"{where}:{n}: bad engine list {tag!r} (write @name,name)")
             engines = tuple(tag[1:].split(","))

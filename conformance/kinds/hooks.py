@@ -71,7 +71,9 @@ def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
     fields.name(s, path, "out")
     fields.name(s, path, "target")
     fields.param(s, path, "behaviour", (str,), required=False, choices=behaviours)
-    fields.param(s, path, "label", LABEL, required=False)
+    label = fields.param(s, path, "label", LABEL, required=False)
+    if label is not None and not label.isprintable():     # a report's line, never two
+        fields.fail(path, "params.label", f"must be printable text on one line, got {label!r}")
     fields.param(s, path, "factor", fields.NUMBER, required=False)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from ..spec.reader import load_spec
 from .program import KINDS, Program, ProgramError, ProgramSchema, Stmt, structure_message
 
 CLAUSE_ID = re.compile(r"[A-Z]+-[0-9]+")
@@ -40,9 +41,16 @@ __all__ = ["CLAUSE_ID", "MAX_DEPTH", "ProgramError", "is_valid", "load", "valida
 
 
 def load(text: str | bytes) -> Program:
-    """The program in JSON text (bytes: UTF-8), validated; ProgramError otherwise."""
+    """The program in JSON text (bytes: UTF-8), validated, every clause it cites one of the
+    spec's (a program's clauses decide how a divergence is judged); ProgramError otherwise."""
     program = Program.loads(text)
     validate(program)
+    known = load_spec().clauses
+    for path, s in program.walk():
+        unknown = [c for c in s.clauses if c not in known]
+        if unknown:
+            raise ProgramError(f"statement {path} ({s.op}): clauses: {unknown[0]} is not a "
+                               f"clause of this spec")
     return program
 
 

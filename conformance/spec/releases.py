@@ -107,6 +107,9 @@ def clause_at(directory: Path, cid: str, version: str) -> dict[str, Any]:
     """A clause's record as release `version` had it; SpecError if it had none."""
     record = load_archive(directory, version)["clauses"].get(cid)
     if record is None:
+        from .reader import load_spec
+        if cid not in load_spec(str(directory)).clauses:
+            raise SpecError(f"unknown clause ID {cid!r}: in no spec release, nor in this one")
         raise SpecError(f"{cid} is not in spec {version} (it was added later)")
     return record
 

@@ -308,3 +308,8 @@ def test_clause_items_tell_which_clause_error_and_seed_entries_are_stale():
         "GRAPH_FREED": f"now passes: the clause items of {', '.join(clauses)} passed",
         "seed:5": "matches nothing: no program of this session has that seed"}
     assert [x["id"] for x in stale_items(entries, outcomes, None)] == ["VER-7", "GRAPH_FREED"]
+
+
+def test_tabs_separate_an_entrys_fields_as_spaces_do():
+    (x,) = parse("LEAF-5\t@paddle,torch\tno leaf check yet\n")
+    assert (x.id, x.engines, x.reason) == ("LEAF-5", ("paddle", "torch"), "no leaf check yet")
