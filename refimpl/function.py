@@ -134,8 +134,9 @@ def _node(cls, ctx, args, outs):
 
 
 def _output(node, i, o, ctx, args):
-    """Output i as apply returns it: marked dirty (FUNC-11), non-differentiable (FUNC-12), an
-    input returned as it is (FUNC-14), or a new result of forward, with the node as grad_fn."""
+    """Output i as apply returns it: marked dirty (FUNC-11), non-differentiable (FUNC-12) or
+    of an integer or bool dtype (FUNC-1), an input returned as it is (FUNC-14), or a new result
+    of forward, with the node as grad_fn."""
     if not isinstance(o, Tensor):
         return o
     is_input = any(o is a for a in args)
@@ -153,7 +154,9 @@ def _output(node, i, o, ctx, args):
             o._output_nr = i
             o._grad = None      # its .grad is dropped; its hooks and retains_grad stay
         return o
-    if any(o is d for d in ctx._non_differentiable):
+    # marked non-differentiable (FUNC-12), or of a dtype that cannot require grad (FUNC-1):
+    # not recorded; its backward still gets zeros of its dtype (FUNC-9)
+    if any(o is d for d in ctx._non_differentiable) or not o._dtype.is_floating_point:
         return o.detach() if is_input else o
     if is_input:  # a view of it, made in the Function (FUNC-14)
         if node is None and o.requires_grad:    # not recorded: a detached alias

@@ -91,18 +91,18 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-def values_equal(got: Any, want: Any) -> bool:
+def values_equal(got: Any, want: Any, rel_tol: float = REL_TOL) -> bool:
     if isinstance(want, bool) or want is None or isinstance(want, str):
         return type(got) is type(want) and got == want
     if isinstance(want, (int, float)) and not isinstance(got, bool) \
             and isinstance(got, (int, float)):
         if math.isnan(want):
             return math.isnan(got)
-        return math.isclose(got, want, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+        return math.isclose(got, want, rel_tol=rel_tol, abs_tol=ABS_TOL)
     if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
         if len(got) != len(want):
             return False
-        return all(values_equal(g, w) for g, w in zip(got, want, strict=True))
+        return all(values_equal(g, w, rel_tol) for g, w in zip(got, want, strict=True))
     return bool(got == want)
 
 

@@ -1,4 +1,6 @@
 """Run one program on torch and on refimpl and compare what it returns (micrograd-style)."""
+from __future__ import annotations
+
 import warnings
 
 import torch
@@ -17,9 +19,11 @@ def outcome(fn, lib):
             return ("raises", classify(exc) or f"{type(exc).__name__}: {exc}")
 
 
-def same(fn):
+def same(fn, rel_tol: float | None = None):
+    """fn on torch and on refimpl agree (values within the examples' tolerance, or `rel_tol`)."""
     want, got = outcome(fn, torch), outcome(fn, refimpl)
-    assert values_equal(got, want), f"torch: {want!r}\nrefimpl: {got!r}"
+    ok = values_equal(got, want) if rel_tol is None else values_equal(got, want, rel_tol)
+    assert ok, f"torch: {want!r}\nrefimpl: {got!r}"
     return want
 
 

@@ -12,10 +12,10 @@ import refimpl
 from ._twin import same as _same
 
 
-def same(prog):
+def same(prog, rel_tol: float | None = None):
     """torch and refimpl agree, and the program ran to its end on torch (an error that both
     raise half way would hide what follows it)."""
-    want = _same(prog)
+    want = _same(prog, rel_tol)
     assert not (isinstance(want, tuple) and want[:1] == ("raises",)), want
     return want
 
@@ -125,7 +125,10 @@ def test_second_and_third_derivatives(op, dtype):
                 w = sum((h * h).sum() for h in third)
                 res.append([_plain(t) for t in torch.autograd.grad(w, (x, y), allow_unused=True)])
         return res
-    same(prog)
+    # float32: torch's MKL and numpy's BLAS sum a product in another order, which can differ in
+    # the last bit (mv on an Intel core: 5.1099997 against 5.1100001); sin's derivatives carry
+    # it on and the third derivative grows it to about 2e-5 relative
+    same(prog, 1e-4 if dtype == "float32" else None)
 
 
 @pytest.mark.parametrize("shape", [(), (3,), (2, 2)])
