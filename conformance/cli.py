@@ -274,7 +274,7 @@ def _configure_matrix(p: argparse.ArgumentParser) -> None:
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
     from .campaign.matrix import run_matrix
-    from .engines import EngineError, every_engine_name
+    from .engines import EngineError, builtin_names, every_engine_name
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
     every = names == ["all"]
     if every:
@@ -306,9 +306,10 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
             print(f"{col.engine:<14} unavailable: {col.reason}")
     out = Path(args.out)
     print(f"matrix: {out / 'matrix.html'}, {out / 'matrix.md'}")
-    # not judged: a column that could not (a campaign's exit 3), or an engine named that did
-    # not load (with `all`, one not installed is expected)
-    unjudged = [c.engine for c in columns if c.unjudged or not (c.ok or every)]
+    # not judged: a column that could not (exit 3), or an engine named that did not load (with
+    # `all`, a built-in whose package is not installed is expected; an entry point is not)
+    unjudged = [c.engine for c in columns if c.unjudged or not (
+        c.ok or every and c.engine in builtin_names())]
     if unjudged:
         print(f"gradspec: could not judge {', '.join(unjudged)} (see above): the matrix is "
               f"incomplete", file=sys.stderr)

@@ -293,8 +293,8 @@ def pytest_configure(config: pytest.Config) -> None:
         xfail_entries(config)
         if not config.pluginmanager.has_plugin("gradspec-expected-failures"):
             from conformance.suite.expected import ExpectedFailureEntries
-            config.pluginmanager.register(ExpectedFailureEntries(config),
-                                          "gradspec-expected-failures")
+            config.pluginmanager.register(ExpectedFailureEntries(config, lambda: for_engine(
+                xfail_entries(config), (chosen(config)["engine"],))), "gradspec-expected-failures")
     if not active(config):
         return
     profile(config)

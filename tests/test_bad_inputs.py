@@ -426,6 +426,13 @@ def test_a_bad_setting_in_the_environment_is_one_line_and_exit_2(
     assert (cwd / KEEP).read_text() == "{}", "an earlier run's results were deleted"
 
 
+def test_a_bad_start_method_is_one_line_for_a_replay_of_many_programs(tmp_path: Path):
+    """Each program's replay caught it as an engine failure: exit 3 and a line per program."""
+    cwd = folder(tmp_path, {"d/a/program.json": GOOD_PROGRAM, "d/b/program.json": GOOD_PROGRAM})
+    r = gradspec(["replay", "d", *REFIMPL], cwd, env={**ENV, "GRADSPEC_START_METHOD": "bogus"})
+    assert_one_line_exit_2(r, "GRADSPEC_START_METHOD='bogus'")
+
+
 def test_the_base_program_is_good(tmp_path: Path):
     r = gradspec(["replay", "p.json", *REFIMPL], folder(tmp_path, {"p.json": GOOD_PROGRAM}))
     assert r.returncode == 0, r.stderr

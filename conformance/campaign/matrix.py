@@ -22,8 +22,9 @@ class its divergent programs and distinct problems (reports/classes.py); a claus
 does not claim is n/a. An engine that cannot load gets a column of n/a with the reason. The
 exit code is 0 when the matrix is written and every column judged: divergences are its content
 (`gradspec run` is the pass/fail gate); 3 when it is written but some column could not be
-judged (an engine named that cannot load, `--engines all` excepted, where one not installed
-is expected; or a campaign that could not judge, as `gradspec run`'s exit 3); 2 for bad usage.
+judged (an engine named that cannot load, except, under `--engines all`, a built-in whose
+package is not installed; or a campaign that could not judge, as `gradspec run`'s exit 3); 2
+for bad usage.
 """
 from __future__ import annotations
 
@@ -76,6 +77,21 @@ def _bar(progress: Any, name: str) -> Any:
     return CampaignProgress(what=name) if progress is True else progress
 
 
+def _head(name: str, report, folder: Path, out: Path) -> Column:
+    """A column's head, from its campaign's report: counts, problems, notes."""
+    col = Column(name, True, version=report.engine_version, device=report.device,
+                 folder=_rel(folder, out), programs=report.programs,
+                 divergent=len(report.divergences), problems=len(report.groups),
+                 groups=[{**g, "repro_engine": _rel(g["repro_engine"], out)}
+                         for g in report.groups if g.get("repro_engine")],
+                 classes=list(report.classes), by_class=class_counts(report))
+    col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
+                            report.capability_checks if c["verdict"] not in ("ok", "unprobed")]
+    col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
+    col.unjudged = report.unjudged() or ""
+    return col
+
+
 def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = "gradspec-matrix",
                count: int = 100, seed: int = 0, size: int = 20, jobs: int = 1,
                timeout: float = 10.0, device: str = "cpu", xfails: list[Xfail] | None = None,
@@ -100,16 +116,7 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
         except EngineError as exc:
             columns.append(Column(name, False, str(exc)))
             continue
-        col = Column(name, True, version=report.engine_version, device=report.device,
-                     folder=_rel(folder, out), programs=report.programs,
-                     divergent=len(report.divergences), problems=len(report.groups),
-                     groups=[{**g, "repro_engine": _rel(g["repro_engine"], out)}
-                             for g in report.groups if g.get("repro_engine")],
-                     classes=list(report.classes), by_class=class_counts(report))
-        col.capability_notes = [f"{c['capability']}: {c['verdict']}" for c in
-                                report.capability_checks if c["verdict"] not in ("ok", "unprobed")]
-        col.stale = [f"line {x['line']}: {x['id']}: {x['stale']}" for x in report.stale_xfails]
-        col.unjudged = report.unjudged() or ""
+        col = _head(name, report, folder, out)
         firsts: dict[str, dict[str, Any]] = {}
         problems: dict[str, int] = {}
         for g in report.groups:     # most frequent first: a cell links to its largest one

@@ -120,11 +120,14 @@ def _replay(args: argparse.Namespace) -> int:
     from ..engines import EngineError, load_engine
     from ..reports.replay import print_replay
     jobs = [(path, *_load(path, args)) for path in program_files(args.file)]
+    from .pool import start_method
     try:        # each engine loaded here first: a bad name is one line before any worker
         needed = [(spec, dev) for _, _, engine, oracle, dev, _ in jobs
                   for spec in (engine, oracle)]
         for spec, dev in dict.fromkeys(needed):
             load_engine(spec, dev)
+        for _, _, engine, oracle, dev, _ in jobs:   # and a bad GRADSPEC_START_METHOD
+            start_method([engine, oracle], dev)
     except EngineError as exc:
         raise _Usage(str(exc)) from None
     if len(jobs) == 1:

@@ -23,7 +23,7 @@ from ..judge.minimize import minimize, same_problem
 from ..judge.verdict import judged, lead
 from ..lang.program import Program, ProgramError
 from ..lang.trace import Trace
-from ..lang.validate import validate
+from ..lang.validate import check_clauses, validate
 from ..reports.graph import capture_pair
 from .pool import ENGINE, ORACLE, Progress
 
@@ -43,6 +43,12 @@ class CheckedSource:
     def __init__(self, source: ProgramSource):
         self.source = source
 
+    def __eq__(self, other: object) -> bool:    # one unpickled per Dask slice: the same
+        return isinstance(other, CheckedSource) and other.source == self.source     # pool
+
+    def __hash__(self) -> int:
+        return hash(self.source)
+
     def __call__(self, seed: int, capabilities: frozenset[str], size: int) -> Program:
         try:
             program = self.source(seed, capabilities, size)
@@ -55,6 +61,7 @@ class CheckedSource:
                               f"conformance Program")
         try:
             validate(program)
+            check_clauses(program)
         except ProgramError as exc:
             raise SourceError(f"the program source returned a program that does not "
                               f"validate: {exc}") from None

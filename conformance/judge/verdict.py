@@ -33,7 +33,6 @@ judged by its first divergence in a class the engine claims (`lead`, `judged`).
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -46,6 +45,7 @@ from ..lang.trace import HARNESS, Event, Trace
 from ..spec.reader import load_errors
 from .defining import ALLOWS, DEFINES, HOOK_CALLS, UNNAMED_ERROR, conformance_class, drawable
 from .executor import names
+from .rule import close
 
 _ODD = re.compile(r"[^A-Za-z0-9_.+-]+")
 COMPARED = ("outcome", "warnings", "hooks", "value", "dtype")
@@ -199,11 +199,6 @@ def _warnings(o: Event, e: Event) -> tuple[str, str, tuple[str, ...], str | None
     return ow, ew if ew != ow else "other-count", cands, cands[0] if cands else None
 
 
-def _call(call: Any) -> str:
-    """A hook call (label and what it got) as a key that compares by value."""
-    return json.dumps(call, sort_keys=True, default=repr)
-
-
 def _hooks(view: _Program, path: str, o: Event, e: Event
            ) -> tuple[str, str, tuple[str, ...], str | None]:
     """How the hook calls differ, and the clauses that define the oracle's: by the kind of
@@ -216,14 +211,13 @@ def _hooks(view: _Program, path: str, o: Event, e: Event
                      ol[0] if ol else "")
     elif not missing and not extra:
         i = next(i for i, (a, b) in enumerate(zip(ol, el, strict=True)) if a != b)
-        label = ol[i]
-        mine, theirs = view.hooks.get(ol[i]), view.hooks.get(el[i])
+        label, mine, theirs = ol[i], view.hooks.get(ol[i]), view.hooks.get(el[i])
         key = "same tensor" if mine and theirs and mine[1] == theirs[1] else "reordered"
-        # "reordered" only for the same calls in another order (what hook got what gradient
-        # alike: a class of its own, torch-observable); the hooks reordered and what they got
-        # changed with it is of the primary clause's class (HOOK-2 is core)
-        how = "reordered" if Counter(map(_call, o.hooks)) == Counter(map(_call, e.hooks)) \
-            else "reordered-other-gradients"
+        # the same calls (within tolerance) in another order: torch-observable; with other
+        # gradients: the primary clause's class (HOOK-2 is core)
+        mine_, theirs_ = (sorted(h, key=lambda c: str(c[0])) for h in (o.hooks, e.hooks))
+        how = "reordered" if all(a[2] == b[2] and close(a[1], b[1], a[2]) for a, b in zip(
+            mine_, theirs_, strict=True)) else "reordered-other-gradients"
     else:
         how = "missing" if not extra else "extra" if not missing else "other-calls"
         label = next(c for c in ol if c in missing) if how == "missing" else \

@@ -312,30 +312,16 @@ def stale_tests(entries: list[Xfail], collected: Iterable[str], outcomes: Mappin
 
 
 def stale_items(entries: list[Xfail], outcomes: Mapping[str, str],
-                seeds: Iterable[int] | None) -> list[dict[str, Any]]:
-    """Stale clause, error-kind and seed entries of a pytest session's clause items
-    (conformance/suite: one item per clause, judged by the programs whose primary clause it
-    is), by the items' outcomes, as `stale` judges a campaign's by its rows. `outcomes`:
-    clause ID -> passed | failed | skipped of its item (an xfailed item failed: what it
-    expects happened). A clause entry now passes when its item passed; an error-kind entry when
-    the items of all its kind's clauses passed; a seed entry matches nothing when `seeds` (every
-    program seed the session could run; None: not known here) lacks it. Whether a seed's
-    program now runs clean, the items do not say: not judged."""
-    out = []
-    known = None if seeds is None else set(seeds)
-    for x in entries:
-        why = None
-        if x.kind == "clause" and outcomes.get(x.id) == "passed":
-            why = "now passes: its clause item passed"
-        elif x.kind == "error":
-            clauses = load_errors()[x.id].clauses if x.id in load_errors() else ()
-            if clauses and all(outcomes.get(c) == "passed" for c in clauses):
-                why = f"now passes: the clause items of {', '.join(clauses)} passed"
-        elif x.kind == "seed" and known is not None and x.seed not in known:
-            why = "matches nothing: no program of this session has that seed"
-        if why:
-            out.append({**x.to_json(), "stale": why})
-    return out
+                used: set[int]) -> list[dict[str, Any]]:
+    """Stale clause entries of a pytest session's clause items (conformance/suite: one item per
+    clause, judged by the programs whose primary clause it is), by the items' outcomes, as
+    `stale` judges a campaign's by its rows: a clause entry that made no test xfail (`used`:
+    the lines of those that did) now passes when its item passed. `outcomes`: clause ID ->
+    passed | failed | skipped of its item. Error-kind, signature, class and seed entries are
+    not judged here: an error kind's entry may have matched programs other clauses' items ran,
+    and a seed one a test's own program, which the items do not say."""
+    return [{**x.to_json(), "stale": "now passes: its clause item passed"} for x in entries
+            if x.kind == "clause" and x.line not in used and outcomes.get(x.id) == "passed"]
 
 
 __all__ = ["Xfail", "XfailError", "attributed", "expects", "for_engine", "load", "marked_tests",

@@ -104,6 +104,15 @@ def param(s: Any, path: str, key: str, types: tuple[type, ...], *, required: boo
     return v
 
 
+def label(s: Any, path: str, *, required: bool = False) -> str | None:
+    """params.label: text a report prints as one line of its own (a hook's calls are logged
+    under it), so printable, one line: a newline would break the replay table."""
+    v = param(s, path, "label", (str,) if required else (str, type(None)), required=required)
+    if v is not None and not v.isprintable():
+        fail(path, "params.label", f"must be printable text on one line, got {v!r}")
+    return v
+
+
 def names(s: Any, path: str, key: str, *, required: bool = True, nullable: bool = False,
           items: tuple[type, ...] = NAME) -> list[Any] | None:
     """params[key] is a list of names (null allowed for the whole list when nullable)."""

@@ -9,9 +9,6 @@ from ..model.tables import FACTORS, HOOK_BEHAVIOURS, NODE_HOOK_BEHAVIOURS
 from . import fields
 from .registry import KINDS, Kind, kind
 
-LABEL = (str, type(None))
-
-
 # ---- the hooks registered on an engine; they log into the event of the statement that is
 # running when they are called (x.log, conformance/judge/executor.py) ------------------------
 # the behaviours whose return value the pass refuses (HOOK-5): drawn by error moves only
@@ -71,9 +68,7 @@ def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
     fields.name(s, path, "out")
     fields.name(s, path, "target")
     fields.param(s, path, "behaviour", (str,), required=False, choices=behaviours)
-    label = fields.param(s, path, "label", LABEL, required=False)
-    if label is not None and not label.isprintable():     # a report's line, never two
-        fields.fail(path, "params.label", f"must be printable text on one line, got {label!r}")
+    fields.label(s, path)
     fields.param(s, path, "factor", fields.NUMBER, required=False)
 
 
@@ -294,7 +289,7 @@ class MultiGradHook(Kind):
         if not s.args or not all(isinstance(a, str) and fields.is_name(a) for a in s.args):
             fields.fail(path, "args", f"must name one or more tensors, got {s.args!r}")
         fields.param(s, path, "mode", (str,), choices=("all", "any"))
-        fields.param(s, path, "label", LABEL, required=False)
+        fields.label(s, path)
 
     def hook_variant(self, s):
         return s.params.get("mode", "all")

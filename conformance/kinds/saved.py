@@ -74,7 +74,7 @@ class SavedHooks(Kind):
         fields.param(s, path, "pack", (str,), choices=PACKS)
         on_cpu = s.params.get("pack") == "save_on_cpu"
         fields.param(s, path, "unpack", (str,), required=False, choices=UNPACKS)
-        fields.param(s, path, "label", (str,), required=not on_cpu)
+        fields.label(s, path, required=not on_cpu)
         if on_cpu and ("unpack" in s.params or "label" in s.params):
             fields.fail(path, "params", "save_on_cpu takes neither unpack nor label")
 

@@ -37,7 +37,8 @@ CLAUSE_ID = re.compile(r"[A-Z]+-[0-9]+")
 # (pickling it recursed past Python's limit, a traceback instead of a verdict).
 MAX_DEPTH = 32
 
-__all__ = ["CLAUSE_ID", "MAX_DEPTH", "ProgramError", "is_valid", "load", "validate"]
+__all__ = ["CLAUSE_ID", "MAX_DEPTH", "ProgramError", "check_clauses", "is_valid", "load",
+           "validate"]
 
 
 def load(text: str | bytes) -> Program:
@@ -45,13 +46,19 @@ def load(text: str | bytes) -> Program:
     spec's (a program's clauses decide how a divergence is judged); ProgramError otherwise."""
     program = Program.loads(text)
     validate(program)
+    check_clauses(program)
+    return program
+
+
+def check_clauses(program: Program) -> None:
+    """ProgramError for the first clause a statement cites that the spec does not have: a
+    program from elsewhere (a file, a program source) is judged by the clauses it cites."""
     known = load_spec().clauses
     for path, s in program.walk():
         unknown = [c for c in s.clauses if c not in known]
         if unknown:
             raise ProgramError(f"statement {path} ({s.op}): clauses: {unknown[0]} is not a "
                                f"clause of this spec")
-    return program
 
 
 def is_valid(program: Program) -> bool:

@@ -1,11 +1,12 @@
 """An expected-failure file (`--gradspec-xfail`) in a pytest session: its node-ID entries mark
 the tests they name xfail, and at the end of the session its stale entries are listed, as
 `gradspec run --xfail` lists them (the same matcher, conformance/judge/xfail.py): node-ID
-entries by the tests they name, clause, error-kind and seed entries by the clause items
+entries by the tests they name, clause entries by the clause items
 (conformance/suite/test_clauses.py)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,10 +21,11 @@ class ExpectedFailureEntries:
     stale_items). Registered by the plugin's pytest_configure where there is an
     expected-failure file."""
 
-    def __init__(self, config: pytest.Config):
-        self.config = config
+    def __init__(self, config: pytest.Config, entries: Callable[[], list]):
+        self.config, self.entries = config, entries     # the entries for the engine under test
         self.collected: dict[str, None] = {}
         self.outcomes: dict[str, str] = {}     # node ID -> passed | failed | skipped
+        self.expected: list[str] = []          # the reasons of the tests that xfailed
 
     @pytest.hookimpl(tryfirst=True)     # before deselection: a deselected test is collected
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -45,23 +47,12 @@ class ExpectedFailureEntries:
         """An xpass counts as passed, an xfail as failed (what it expects happened)."""
         if report.failed or (report.skipped and hasattr(report, "wasxfail")):
             self.outcomes[report.nodeid] = "failed"
+            if report.skipped:
+                self.expected.append(str(report.wasxfail))
         elif report.skipped:
             self.outcomes.setdefault(report.nodeid, "skipped")
         elif report.when == "call" and self.outcomes.get(report.nodeid) != "failed":
             self.outcomes[report.nodeid] = "passed"
-
-    def entries(self) -> list:
-        """The entries for the engine under test (its --gradspec-engine name)."""
-        from conformance.pytest_plugin import chosen, xfail_entries
-        from conformance.suite.checks import for_engine
-        return for_engine(xfail_entries(self.config), (chosen(self.config)["engine"],))
-
-    def seeds(self) -> list[int]:
-        """Every program seed the session's clause items could run."""
-        from conformance.pytest_plugin import profile, stream_seed
-        from conformance.suite.clauses import session_seeds
-        p = profile(self.config)
-        return session_seeds(stream_seed(self.config), p.programs, p.per_clause)
 
     def stale(self) -> list[dict[str, Any]]:
         from conformance.judge.xfail import stale_items, stale_tests
@@ -69,9 +60,12 @@ class ExpectedFailureEntries:
         entries = self.entries()
         items = {m.group(1): outcome for nodeid, outcome in self.outcomes.items()
                  if (m := CLAUSE_ITEM.search(nodeid))}
+        # an entry that made any test xfail is used (checks.expected_reason names it)
+        used = {x.line for x in entries
+                if any(f"{x.id}: {x.reason}" in reason for reason in self.expected)}
         found = stale_tests(entries, self.collected, self.outcomes,
                             lambda path: (root / path).is_file())
-        found += stale_items(entries, items, self.seeds() if items else None)
+        found += stale_items(entries, items, used)
         return sorted(found, key=lambda x: x["line"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

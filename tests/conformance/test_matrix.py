@@ -219,3 +219,19 @@ def test_a_column_that_could_not_be_judged_makes_the_matrix_exit_3(tmp_path, cap
     assert "could not judge tests.broken_engines.aborts:factory" in captured.err
     data = json.loads((tmp_path / "matrix.json").read_text())
     assert [bool(c["unjudged"]) for c in data["engines"]] == [False, True]
+
+
+def test_under_all_only_a_builtin_that_is_not_installed_is_excused(monkeypatch, tmp_path,
+                                                                   capsys):
+    """`--engines all` runs every engine gradspec knows: a built-in whose package is absent
+    is expected to be unavailable; an entry point is installed, and one that fails to load is
+    a column that could not be judged (exit 3)."""
+    from conformance.campaign import matrix as matrix_module
+    from conformance.reports.pages import Column
+    columns = {"paddle": [Column("paddle", False, "cannot import paddle")],
+               "plugin": [Column("paddle", False, "cannot import paddle"),
+                          Column("my-plugin", False, "factory raised")]}
+    for case, want in (("paddle", 0), ("plugin", 3)):
+        monkeypatch.setattr(matrix_module, "run_matrix", lambda *a, c=case, **k: columns[c])
+        assert main(["matrix", "--engines", "all", "--quiet", "--out", str(tmp_path)]) == want
+    assert "could not judge my-plugin" in capsys.readouterr().err

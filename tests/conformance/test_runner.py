@@ -147,10 +147,18 @@ def _no_program(seed, capabilities=None, size=20):
     return {"statements": []}
 
 
+def _unknown_clause(seed, capabilities=None, size=20):
+    program = _unbound_name(seed)
+    program.statements[1].args = ["x"]
+    program.statements[1].clauses = ["NOPE-1"]
+    return program
+
+
 @pytest.mark.parametrize("source, words", [
     (_unbound_name, "name 'nowhere' is not bound"),
     (_unknown_field, "unknown field 'bogus'"),
     (_no_program, "returned dict, not a conformance Program"),
+    (_unknown_clause, "NOPE-1 is not a clause of this spec"),
 ])
 def test_a_program_source_is_held_to_what_a_program_file_is(tmp_path, source, words):
     """A statement the harness cannot run ran as skipped on both engines and compared equal
@@ -184,3 +192,14 @@ def test_workers_forked_from_a_process_whose_torch_started_threads_do_not_hang(t
                        env={**__import__("os").environ, "GRADSPEC_START_METHOD": "fork"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["0", "30", "0"], r.stdout
+
+
+def test_a_checked_source_is_the_same_pool_key_wherever_it_is_unpickled():
+    """A Dask worker keeps its pool while the options are equal (campaign/cluster.py); each
+    slice unpickles the options afresh."""
+    import pickle
+
+    from conformance.campaign.worker import CheckedSource
+    a = CheckedSource(_unbound_name)
+    b = pickle.loads(pickle.dumps(a))
+    assert a == b and hash(a) == hash(b) and a != CheckedSource(_no_program)

@@ -266,3 +266,16 @@ def test_blocks_nest_up_to_the_bound_and_no_deeper(tmp_path):
     assert main(["replay", str(path), "--engine", "refimpl", "--oracle", "refimpl"]) == 0
     with pytest.raises(ProgramError, match=f"body: blocks nested more than {MAX_DEPTH} deep"):
         validate(_nested(MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize("stmt", [
+    S("hook", "h", "x", [], {"behaviour": "record", "label": "a\nb"}),
+    S("multi_grad_hook", "h", None, ["x"], {"mode": "all", "label": "a\nb"}),
+    S("saved_hooks", None, None, [], {"pack": "keep", "label": "a\x1b[2J"},
+      body=[S("call", "y", None, ["x", "x"], {"fn": "mul", "kw": {}})]),
+], ids=["hook", "multi_grad_hook", "saved_hooks"])
+def test_every_label_is_one_printable_line(stmt):
+    """Labels name hook calls in a replay's table: one with a line break or a control
+    character would break it (and could forge its lines)."""
+    with pytest.raises(ProgramError, match="params.label: must be printable text on one line"):
+        validate(Program([leaf("x", [1.0, 2.0], [2]), stmt]))
