@@ -95,7 +95,7 @@ def record(index: int, pseed: int, r: dict[str, Any], ctx: Context
     part = {"crash": "crashes", "timeout": "timeouts"}.get(divs[0].what, "divergences")
     folder = ctx.out / part / f"{index:04d}-seed{pseed}"
     paths = write_divergence(folder, program, oracle_trace, engine_trace, divs, ctx.engine,
-                             ctx.engine_spec, ctx.oracle_spec, r.get("graphs"))
+                             ctx.engine_spec, ctx.oracle_spec, r.get("graphs"), ctx.classes)
     return {"index": index, "program_seed": pseed, **judged,
             "statements": sum(1 for _ in program.walk()),
             "minimized_from": program.meta.get("minimized_from"),

@@ -78,9 +78,12 @@ def program_files(paths: list[str]) -> list[Path]:
     return list(found.values())
 
 
-def _load(path: Path, args: argparse.Namespace) -> tuple[Any, str, str, str, bool]:
-    """(program, engine, oracle, device, whether the engines are as recorded)."""
+def _load(path: Path, args: argparse.Namespace
+          ) -> tuple[Any, str, str, str, bool, tuple[str, ...] | None]:
+    """(program, engine, oracle, device, whether the engines are as recorded, the classes the
+    run judged where the engine is the recorded one: its --classes)."""
     from ..lang.validate import ProgramError, load
+    from ..reports.classes import ClassError, parse
     from ..reports.replay import recorded
     try:        # validated before any engine is loaded: a bad file runs nothing
         program = load(path.read_bytes())
@@ -99,9 +102,14 @@ def _load(path: Path, args: argparse.Namespace) -> tuple[Any, str, str, str, boo
     for role in ("engine", "oracle"):
         if not getattr(args, role) and role in rec:
             _named(rec[role], role, path.parent / "divergence.json")
+    try:
+        classes = parse(rec["classes"]) if "classes" in rec and args.engine in (
+            None, rec.get("engine")) else None
+    except ClassError as exc:
+        raise _Usage(f"{path.parent / 'divergence.json'}: classes: {exc}") from None
     return (program, args.engine or rec.get("engine", "refimpl"),
             args.oracle or rec.get("oracle", "torch"), dev,
-            bool(rec) and not (args.engine and args.oracle))
+            bool(rec) and not (args.engine and args.oracle), classes)
 
 
 def _named(spec: str, role: str, meta: Path) -> None:
@@ -122,24 +130,31 @@ def _replay(args: argparse.Namespace) -> int:
     jobs = [(path, *_load(path, args)) for path in program_files(args.file)]
     from .pool import start_method
     try:        # each engine loaded here first: a bad name is one line before any worker
-        needed = [(spec, dev) for _, _, engine, oracle, dev, _ in jobs
+        needed = [(spec, dev) for _, _, engine, oracle, dev, *_ in jobs
                   for spec in (engine, oracle)]
         for spec, dev in dict.fromkeys(needed):
             load_engine(spec, dev)
-        for _, _, engine, oracle, dev, _ in jobs:   # and a bad GRADSPEC_START_METHOD
+        for _, _, engine, oracle, dev, *_ in jobs:  # and a bad GRADSPEC_START_METHOD
             start_method([engine, oracle], dev)
     except EngineError as exc:
         raise _Usage(str(exc)) from None
     if len(jobs) == 1:
-        path, program, engine, oracle, dev, as_recorded = jobs[0]
+        path, program, engine, oracle, dev, as_recorded, classes = jobs[0]
         if as_recorded:
             print(f"replaying on {engine} against {oracle}, as recorded")
         try:
-            return print_replay(program, replay(program, engine, oracle, dev, args.timeout),
-                                engine)
+            return print_replay(program, _judged_as(replay(program, engine, oracle, dev,
+                                                           args.timeout), classes), engine)
         except EngineError as exc:
             raise _Usage(str(exc)) from None
     return _replay_many(jobs, args)
+
+
+def _judged_as(result: dict[str, Any], classes: tuple[str, ...] | None) -> dict[str, Any]:
+    """A replay's result judged by the classes its run judged (its --classes), where known."""
+    if classes is not None and "classes" in result:
+        result["classes"] = list(classes)
+    return result
 
 
 def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
@@ -149,9 +164,10 @@ def _replay_many(jobs: list[tuple[Any, ...]], args: argparse.Namespace) -> int:
     counts = {"agree": 0, "diverge": 0, "could not judge": 0}
     worst = 0
     with Bar(len(jobs), "programs", "replay", False if args.quiet else None) as bar:
-        for path, program, engine, oracle, dev, _ in jobs:
+        for path, program, engine, oracle, dev, _, classes in jobs:
             try:
-                code, line = judged_line(replay(program, engine, oracle, dev, args.timeout))
+                code, line = judged_line(_judged_as(replay(program, engine, oracle, dev,
+                                                           args.timeout), classes))
             except EngineError as exc:      # its workers could not start the engines
                 code, line = 3, f"could not judge: {exc}"
             counts[("agree", "diverge", "", "could not judge")[code]] += 1

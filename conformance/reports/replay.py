@@ -24,9 +24,9 @@ from .report import EXIT_UNJUDGED, side_by_side
 
 
 def recorded(program_path: Path) -> dict[str, str]:
-    """The engine, oracle and device that divergence.json beside `program_path` records, as
-    far as it records them as text; {} when there is no such file. ValueError when it cannot
-    be read."""
+    """The engine, oracle, device and conformance classes judged (comma-separated) that
+    divergence.json beside `program_path` records, as far as it records them as text; {} when
+    there is no such file. ValueError when it cannot be read."""
     meta = program_path.parent / "divergence.json"
     if not meta.is_file():
         return {}
@@ -36,7 +36,8 @@ def recorded(program_path: Path) -> dict[str, str]:
         raise ValueError(f"cannot read {meta}: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{meta}: not a JSON object")
-    return {k: data[k] for k in ("engine", "oracle", "device") if isinstance(data.get(k), str)}
+    return {k: data[k] for k in ("engine", "oracle", "device", "classes")
+            if isinstance(data.get(k), str)}
 
 
 def print_replay(program: Program, result: dict[str, Any], engine_spec: str) -> int:

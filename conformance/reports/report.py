@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,9 +95,10 @@ def side_by_side(program: Program, oracle: Trace | None, engine: Trace | None,
 def write_divergence(folder: Path, program: Program, oracle: Trace | None,
                      engine_trace: Trace | None, divergences: list[Divergence],
                      engine: Engine, engine_spec: str, oracle_spec: str,
-                     graphs: dict[str, Any] | None = None) -> dict[str, str]:
+                     graphs: dict[str, Any] | None = None, classes: Iterable[str] = ()
+                     ) -> dict[str, str]:
     """Write one divergence folder; returns the paths written, by role. `graphs`: what the
-    worker that judged the program captured of both graphs (graph.capture_pair)."""
+    worker captured of both graphs (graph.capture_pair); `classes`: those the run judged."""
     folder.mkdir(parents=True, exist_ok=True)
     traces = [t for t in (oracle, engine_trace) if t is not None]
     first = divergences[0] if divergences else None
@@ -111,6 +112,7 @@ def write_divergence(folder: Path, program: Program, oracle: Trace | None,
     paths["program"].write_text(program.dumps() + "\n", encoding="utf-8")
     paths["divergence"].write_text(json.dumps({
         "engine": engine_spec, "oracle": oracle_spec, "device": engine.device,
+        **({"classes": ",".join(classes)} if classes else {}),
         "divergences": [d.to_json() for d in divergences],
         "oracle_trace": oracle.to_json() if oracle else None,
         "engine_trace": engine_trace.to_json() if engine_trace else None,
@@ -149,8 +151,7 @@ class Report:
     crashes: list[dict[str, Any]] = field(default_factory=list)     # the engine's; not
     timeouts: list[dict[str, Any]] = field(default_factory=list)    # divergences either
     seconds: float = 0.0
-    # divergences that do not fail the run: as an expected-failure file says, or on clauses
-    # newer than the oracle's release (each entry says which)
+    # divergences that do not fail the run: expected (an xfail file), or on newer clauses
     expected_failures: list[dict[str, Any]] = field(default_factory=list)
     not_applicable: list[dict[str, Any]] = field(default_factory=list)
     stale_xfails: list[dict[str, Any]] = field(default_factory=list)
@@ -164,8 +165,7 @@ class Report:
     complete: bool = True                   # False: interrupted, `programs` of `count` ran
     folder: str = ""                        # where report.json is
     scheduler: str = ""                     # the Dask scheduler it ran on (campaign/cluster.py)
-    # the per-clause minimum (campaign/coverage.py): per_clause, programs added, programs read
-    # to find them, clauses still short; empty when the run asked for none
+    # --per-clause's figures (campaign/coverage.py, campaign_top_up); empty without it
     coverage: dict[str, Any] = field(default_factory=dict)
     maxfail: int = 0                        # --maxfail (campaign/failfast.py); 0: none
     stopped: bool = False                   # True: stopped at `maxfail` failing programs

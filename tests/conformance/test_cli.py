@@ -122,3 +122,18 @@ def test_run_and_replay_judge_a_program_by_the_same_divergence(tmp_path, capsys)
     capsys.readouterr()
     assert main(["replay", swept[0]["folder"], "--engine", engine]) == 1
     assert capsys.readouterr().out.splitlines()[-1].endswith("value [RETAIN-1]")
+
+
+def test_replay_judges_by_the_classes_its_run_judged(tmp_path, capsys):
+    """A run under --classes core records them beside each program: a replay of a program
+    whose divergences are all torch-observable (hooks in another order, the same calls) is not
+    applicable there too (exit 0), as the run reported it."""
+    engine = "tests.broken_engines.reversed_hooks:factory"
+    assert main(["run", "--engine", engine, "--count", "30", "--quiet", "--no-probe",
+                 "--classes", "core", "--out", str(tmp_path / "out")]) in (0, 1)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    folder = report["not_applicable"][0]["folder"]
+    assert json.loads((Path(folder) / "divergence.json").read_text())["classes"] == "core"
+    capsys.readouterr()
+    assert main(["replay", folder, "--engine", engine]) == 0
+    assert "not applicable" in capsys.readouterr().out
