@@ -95,6 +95,9 @@ def _load(path: Path, args: argparse.Namespace
         rec = recorded(path)
     except ValueError as exc:
         raise _Usage(str(exc)) from None
+    if "internal" in rec and not program.statements:    # its source failed: nothing to run
+        raise _Usage(f"{path.parent}: the run could not judge this program, and it holds none "
+                     f"to replay (gradspec failed: {rec['internal']})")
     try:
         dev = args.device or (device(rec["device"]) if "device" in rec else "cpu")
     except argparse.ArgumentTypeError as exc:

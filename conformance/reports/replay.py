@@ -25,8 +25,9 @@ from .report import EXIT_UNJUDGED, side_by_side
 
 def recorded(program_path: Path) -> dict[str, str]:
     """The engine, oracle, device and conformance classes judged (comma-separated) that
-    divergence.json beside `program_path` records, as far as it records them as text; {} when
-    there is no such file. ValueError when it cannot be read."""
+    divergence.json beside `program_path` records, as far as it records them as text, and
+    `internal`, why, where the run could not run the program; {} when there is no such file.
+    ValueError when it cannot be read."""
     meta = program_path.parent / "divergence.json"
     if not meta.is_file():
         return {}
@@ -36,8 +37,12 @@ def recorded(program_path: Path) -> dict[str, str]:
         raise ValueError(f"cannot read {meta}: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{meta}: not a JSON object")
-    return {k: data[k] for k in ("engine", "oracle", "device", "classes")
-            if isinstance(data.get(k), str)}
+    found = {k: data[k] for k in ("engine", "oracle", "device", "classes")
+             if isinstance(data.get(k), str)}
+    first = (data.get("divergences") or [None])[0]
+    if isinstance(first, dict) and first.get("what") == "internal":   # no program was judged
+        found["internal"] = str(first.get("engine", ""))
+    return found
 
 
 def print_replay(program: Program, result: dict[str, Any], engine_spec: str) -> int:

@@ -168,6 +168,9 @@ def test_a_program_source_is_held_to_what_a_program_file_is(tmp_path, source, wo
     assert report.exit_code == 3 and len(report.divergences) == 2
     assert all(d["what"] == "internal" and words in d["traceback"]
                for d in report.divergences)
+    if source is _no_program:   # nothing to replay: one line, not a replay that "agrees"
+        from conformance.cli import main
+        assert main(["replay", report.divergences[0]["folder"]]) == 2
 
 
 FORKED_AFTER_THREADS = """
