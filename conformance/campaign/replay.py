@@ -130,8 +130,8 @@ def _named(spec: str, role: str, meta: Path) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from ..engines import EngineError, load_engine
     from ..reports.replay import print_replay
-    jobs = [(path, *_load(path, args)) for path in program_files(args.file)]
     from .pool import start_method
+    jobs = [(path, *_load(path, args)) for path in program_files(args.file)]
     try:        # each engine loaded here first: a bad name is one line before any worker
         needed = [(spec, dev) for _, _, engine, oracle, dev, *_ in jobs
                   for spec in (engine, oracle)]

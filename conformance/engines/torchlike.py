@@ -45,10 +45,9 @@ class TorchLike(Engine):
         self.name = name
         self.device = device
         self.version = str(getattr(module, "__version__", "?"))
-        if capabilities is None:
-            capabilities = next((vars(c)["capabilities"] for c in type(self).__mro__
-                                 if c is not TorchLike and issubclass(c, TorchLike)
-                                 and "capabilities" in vars(c)), ALL_CAPABILITIES)
+        if capabilities is None:    # TorchLike declares none: Engine's default is no one's
+            declared = type(self).capabilities
+            capabilities = ALL_CAPABILITIES if declared is Engine.capabilities else declared
         self.capabilities = frozenset(capabilities)
         cuda = getattr(module, "cuda", None)
         if device == "cuda" and cuda is not None and not cuda.is_available():

@@ -61,11 +61,11 @@ class Stream:
                  per_clause: int = 0):
         from collections import Counter
 
-        from conformance.campaign.coverage import stream_top_up
-        from conformance.campaign.runner import default_source
+        from conformance.campaign.coverage import SCAN, stream_top_up
+        from conformance.campaign.runner import default_source, program_seeds
         self.seed, self.caps, self.size, self.count = seed, caps, size, count
         self.per_clause = per_clause
-        self.seeds = session_seeds(seed, count, per_clause)
+        self.seeds = program_seeds(seed, count + (SCAN if per_clause else 0))
         further, self.seeds = self.seeds[count:], self.seeds[:count]
         self.short: dict[str, int] = {}
         if per_clause:
@@ -82,14 +82,6 @@ class Stream:
         """The `gradspec run` options that draw the same programs."""
         return (f"gradspec run --seed {self.seed} --count {self.count} --size {self.size}"
                 f" --per-clause {self.per_clause}")
-
-
-def session_seeds(seed: int, count: int, per_clause: int) -> list[int]:
-    """The program seeds a Stream may run: its first `count`, then with `per_clause` the
-    further ones its top-up scans (campaign/coverage.py, SCAN)."""
-    from conformance.campaign.coverage import SCAN
-    from conformance.campaign.runner import program_seeds
-    return program_seeds(seed, count + (SCAN if per_clause else 0))
 
 
 class ClauseSuite:
