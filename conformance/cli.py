@@ -159,7 +159,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .campaign.coverage import default_per_clause
     from .campaign.runner import CampaignInterrupted, default_source, run_campaign
     from .engines import EngineError
-    from .reports.report import EXIT_UNJUDGED, MAX_UNJUDGED, print_summary
+    from .reports.summary import EXIT_UNJUDGED, MAX_UNJUDGED, print_summary
     if args.scheduler and args.jobs != 1:
         raise UsageError("-n/--jobs and --scheduler exclude each other: the cluster's workers "
                          "set how many programs run at once")

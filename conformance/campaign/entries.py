@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engines.base import Engine
-from ..judge.compare import Divergence, is_harness
+from ..judge.compare import INTERNAL, Divergence, not_judged
 from ..judge.verdict import attribute, lead, verdict
 from ..judge.xfail import Xfail
 from ..judge.xfail import match as xfail_match
@@ -64,7 +64,7 @@ def _failed_program(r: dict[str, Any], pseed: int, ctx: Context
         return program, [div]
     program = regenerate(ctx.source, pseed, ctx.caps, ctx.size)
     if r.get("internal"):
-        return program, [Divergence("", "program", "internal", "not judged (gradspec failed: "
+        return program, [Divergence("", "program", INTERNAL, "not judged (gradspec failed: "
                                     "see the traceback in report.json)",
                                     (r["internal"].strip().splitlines() or [""])[-1])]
     div = Divergence.from_json(r["failure"])
@@ -135,8 +135,8 @@ def column(entry: dict[str, Any], too_new: set[str] | frozenset[str],
     clauses are all newer than the oracle), or "expected_failures" with the expected-failure
     entry that matches it."""
     primary = entry["primary"]
-    if is_harness(entry) or entry.get("what") == "internal":    # gradspec's own failure:
-        return "divergences", None                              # nothing excuses it
+    if not_judged(entry):               # gradspec's own failure: nothing excuses it
+        return "divergences", None
     if primary and all(c in too_new for c in primary):
         return "not_applicable", None
     x = xfail_match(xfails, primary, entry["program_seed"], entry.get("signature", ""),

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..engines import EngineError
 from ..engines.base import Engine
-from ..judge.compare import Divergence
+from ..judge.compare import INTERNAL, Divergence
 from ..lang.program import Program, Stmt
 from ..reports.report import write_divergence
 from . import worker
@@ -90,7 +90,7 @@ class Resident:
             head = "the oracle failed on a program: not judged"
         else:
             why = (result.get("internal") or "no result").strip()
-            div = Divergence("", "program", "internal", "completed", why.splitlines()[-1])
+            div = Divergence("", "program", INTERNAL, "completed", why.splitlines()[-1])
             head = f"gradspec failed on a program (a gradspec bug):\n{why}"
         self.faults += 1
         base = Path(self.folder) if self.folder else Path(tempfile.mkdtemp(prefix="gradspec-"))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..judge.compare import Divergence, harness_errors
+from ..judge.compare import INTERNAL, Divergence, harness_errors
 from ..judge.verdict import claimed, lead
 from ..lang.program import Program
 from ..lang.trace import Trace
@@ -40,7 +40,7 @@ def recorded(program_path: Path) -> dict[str, str]:
     found = {k: data[k] for k in ("engine", "oracle", "device", "classes")
              if isinstance(data.get(k), str)}
     first = (data.get("divergences") or [None])[0]
-    if isinstance(first, dict) and first.get("what") == "internal":   # no program was judged
+    if isinstance(first, dict) and first.get("what") == INTERNAL:   # no program was judged
         found["internal"] = str(first.get("engine", ""))
     return found
 

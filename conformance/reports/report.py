@@ -18,8 +18,8 @@ repro paths, each with its primary clause, signature and conformance class, and 
 divergent programs grouped by problem (signature and primary clause,
 conformance/judge/verdict.py), each with its count and its smallest program; `classes`, the
 conformance classes the engine claims, and `by_class`, the counts per class
-(reports/classes.py); `clause_table` is the table `print_summary` prints at the end of a run,
-before the counts per class and one line per problem.
+(reports/classes.py); `clause_table` is the table `print_summary` (reports/summary.py) prints
+at the end of a run, before the counts per class and one line per problem.
 
 A run's verdict (`Report.exit_code`): 0 every program judged and none divergent; 1 divergences,
 or crashes and timeouts on at most `max_unjudged` of the programs; 3 could not judge: a harness
@@ -41,14 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from ..engines.base import Engine
-from ..judge.compare import Divergence, is_harness, outcome
+from ..judge.compare import INTERNAL, Divergence, is_harness, not_judged, outcome
 from ..judge.executor import VALUED
 from ..lang import ops
 from ..lang.program import Program
 from ..lang.trace import Event, Trace
 from ..spec.capabilities import closure, lacked_ops
 from .classes import class_counts
-from .classes import summary as class_summary
 from .graph import draw_folder
 from .render import render, render_replay, statement
 from .report_html import write_safely as write_report_html
@@ -179,13 +178,18 @@ class Report:
             return EXIT_UNJUDGED
         return 1 if self.divergences or self.crashes or self.timeouts else 0
 
+    @property
+    def divergent(self) -> int:
+        """Programs the engine diverged on: `divergences` less those gradspec failed on."""
+        return sum(not not_judged(d) for d in self.divergences)
+
     def unjudged(self) -> str | None:
         """Why the run could not judge the engine, in one line; None if it could."""
         harness = [d for d in self.divergences if is_harness(d)]
         if harness:
             return (f"could not judge {len(harness)} program(s): gradspec could not express a "
                     f"statement; first: {harness[0]['first'].splitlines()[0]}")
-        failed_us = [d for d in self.divergences if d.get("what") == "internal"]
+        failed_us = [d for d in self.divergences if d.get("what") == INTERNAL]
         if failed_us:
             why = (failed_us[0].get("traceback") or "").strip().splitlines() or [""]
             return (f"could not judge {len(failed_us)} program(s): gradspec failed on them "
@@ -202,7 +206,8 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["divergent_programs"], d["distinct_problems"] = len(self.divergences), len(self.groups)
+        d["divergent_programs"], d["distinct_problems"] = self.divergent, len(self.groups)
+        d["not_judged_programs"] = len(self.divergences) - self.divergent
         d["crashed_programs"], d["timed_out_programs"] = len(self.crashes), len(self.timeouts)
         d["exit_code"], d["unjudged"] = self.exit_code, self.unjudged()
         d["by_class"] = class_counts(self)
@@ -334,67 +339,3 @@ def _why_unexercised(cid: str, programs: int, not_generated: Mapping[str, str],
         return f"not generated ({not_generated[cid]}); spec examples and differential tests " \
                "check it"
     return f"no program of {programs} exercised it"
-
-
-def coverage_line(coverage: dict[str, Any], count: int) -> str:
-    """The per-clause minimum in one line: what it added, and what it could not reach."""
-    n, added = coverage["per_clause"], coverage["added"]
-    line = (f"per-clause minimum {n}: {count} programs + {added} more of the stream that "
-            f"exercise rarer clauses (of {coverage['scanned']} read)")
-    short = coverage.get("short") or {}
-    if short:
-        line += (f"; still under {n}: " + ", ".join(f"{c} ({k})" for c, k in short.items()))
-    return line
-
-
-def print_summary(report: Report, out_dir: str | Path) -> None:
-    print(clause_table(report.clauses))
-    print()
-    print(f"{report.engine} {report.engine_version} ({report.device}) vs {report.oracle} "
-          f"{report.oracle_version}, spec {report.spec_version}, seed {report.seed}: "
-          f"{report.programs} programs, {len(report.divergences)} divergent, "
-          f"{len(report.crashes)} crashed, {len(report.timeouts)} timed out, "
-          f"{len(report.oracle_failures)} oracle failures, {report.seconds:.1f} s"
-          + ("" if report.complete else f" (INCOMPLETE: interrupted, {report.programs} of "
-             f"{report.count} programs ran)")
-          + (f" (stopped at {report.maxfail} failing program(s), --maxfail: the programs "
-             "after the last of them were not run)" if report.stopped else ""))
-    if report.coverage:
-        print(coverage_line(report.coverage, report.count))
-    if report.classes:
-        print("\n".join(class_summary(report)))
-    states = [r.get("status") for r in report.clauses.values()]
-    if any(states):
-        print("clauses: " + ", ".join(f"{states.count(k)} {k}" for k in
-                                      ("pass", "diverges", "xfail", "n/a")))
-    if report.groups:
-        print(f"{len(report.divergences)} divergent programs, {len(report.groups)} distinct "
-              f"problem(s); the smallest program of each:")
-    for g in report.groups[:20]:
-        print(f"  {g['count']} x [{g['primary'] or '-'}] {g['signature']}: #{g['smallest']} "
-              f"({g['statements']} statements) {g['first']}\n      repro: {g['repro_engine']}")
-    if len(report.groups) > 20:
-        print(f"  ... {len(report.groups) - 20} more problems in "
-              f"{Path(out_dir) / 'report.json'}")
-    for kind, d in [("crash", d) for d in report.crashes[:10]] + [
-            ("timeout", d) for d in report.timeouts[:10]]:
-        print(f"  {kind} on program #{d['index']} (not counted as a divergence): "
-              f"{d['first'].splitlines()[0]}\n      repro: {d['repro_engine']}")
-    for f in report.oracle_failures:
-        print(f"  oracle failure on program #{f['index']} (not counted as a divergence): "
-              f"{f['detail']}\n      repro: {f['repro_torch']}")
-    for d in report.expected_failures[:10]:
-        print(f"  expected failure #{d['index']} ({d['xfail']['id']}: {d['xfail']['reason']}): "
-              f"{d['first'].splitlines()[0]}")
-    for d in report.not_applicable[:10]:
-        print(f"  not applicable #{d['index']} ({d['not_applicable']}): "
-              f"{d['first'].splitlines()[0]}")
-    more = max(0, len(report.expected_failures) - 10) + max(0, len(report.not_applicable) - 10)
-    if more:
-        print(f"  ... {more} more expected or not applicable in {Path(out_dir) / 'report.json'}")
-    for x in report.stale_xfails:
-        print(f"  stale expected failure, line {x['line']}: {x['id']}: {x['stale']}")
-    for c in report.capability_checks:
-        if c["verdict"] not in ("ok", "unprobed"):
-            print(f"  capability {c['capability']}: {c['verdict']}: {c['detail']}")
-    print(f"report: {Path(report.folder or out_dir) / 'report.json'}")

@@ -105,6 +105,7 @@ def run_section(d: dict[str, Any]) -> str:
                         f'{_e(VERDICTS.get(code, "?"))}</b>'
                         + (f" ({_e(d['unjudged'])})" if d.get("unjudged") else "")],
             ["counts", _e(f"{d['divergent_programs']} divergent programs, "
+                          f"{d.get('not_judged_programs', 0)} not judged, "
                           f"{d['distinct_problems']} distinct problems, "
                           f"{d['crashed_programs']} crashed, {d['timed_out_programs']} timed "
                           f"out, {len(d['oracle_failures'])} oracle failures")]]

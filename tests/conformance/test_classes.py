@@ -24,7 +24,7 @@ from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
 from conformance.reports.classes import ClassError, claim
 from conformance.reports.pages import Column, classes_text
-from conformance.reports.report import print_summary
+from conformance.reports.summary import print_summary
 from conformance.runner import run_campaign
 from conformance.spec.reader import CLASSES, load_spec, spec_dir
 from tests.broken_engines.renamed_nodes import RenamedNodes

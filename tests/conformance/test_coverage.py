@@ -124,7 +124,7 @@ def test_a_source_that_fails_on_a_seed_adds_nothing_for_it():
 
 
 def test_a_campaign_with_a_minimum_reports_what_it_added(tmp_path, capsys):
-    from conformance.reports.report import print_summary
+    from conformance.reports.summary import print_summary
     report = run_campaign("torch", "torch", count=30, size=10, seed=5, out_dir=tmp_path,
                           progress=None, probe=False, per_clause=1)
     data = json.loads((tmp_path / "report.json").read_text())

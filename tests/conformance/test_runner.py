@@ -116,9 +116,10 @@ def test_clauses_the_engine_cannot_express_are_not_applicable():
     assert next(ln for ln in table if ln.startswith("LEAF-1 ")).split()[1:] == ["4", "1"]
 
 
-def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
+def test_a_gradspec_bug_is_reported_not_hidden(tmp_path, capsys):
     """A program the harness failed on is reported with its reason, and the run could not
-    judge (exit 3): it is no divergence of the engine's (exit 1)."""
+    judge (exit 3): it is no divergence of the engine's (exit 1), and is not counted as one."""
+    from conformance.reports.summary import print_summary
     from tests.conformance.test_executor import broken_source
     report = run_campaign("torch", "torch", count=4, out_dir=tmp_path, progress=None,
                           source=broken_source)
@@ -127,6 +128,12 @@ def test_a_gradspec_bug_is_reported_not_hidden(tmp_path):
     assert all(d["what"] == "internal" and "KeyError" in d["traceback"]
                for d in report.divergences)
     assert "could not judge 2 program(s): gradspec failed" in report.unjudged()
+    data = report.to_json()
+    assert (data["divergent_programs"], data["not_judged_programs"]) == (0, 2)
+    print_summary(report, tmp_path)
+    out = capsys.readouterr().out
+    assert "4 programs, 0 divergent, 2 not judged (gradspec failed on them), 0 crashed" in out
+    assert "0 divergent programs and 2 not judged, 1 distinct problem(s)" in out
 
 
 def _unbound_name(seed, capabilities=None, size=20):

@@ -20,7 +20,7 @@ from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
 from conformance.lang.trace import Event, Trace
 from conformance.pytest_plugin import split_expected
-from conformance.reports.report import print_summary
+from conformance.reports.summary import print_summary
 from conformance.runner import run_campaign
 from conformance.spec.reader import load_errors, load_spec
 from tests.conformance.test_executor import MOD, leaf, obs
