@@ -26,6 +26,9 @@ Left out on purpose:
   grad_outputs tensors: UNSPEC-3): once a statement changes one of them, every statement that
   reads the others (or what was computed from them) is not compared, and after such a
   backward pass nothing is;
+- what a pass without create_graph computed from a gradient it was handed that requires grad
+  (the results of autograd.grad and what is computed from them; whether a `.grad`, or a name
+  bound to one, requires grad and its grad_fn), which may be that tensor itself (UNSPEC-3);
 - the node of a non-leaf's recorded `.grad` (retained, or among a pass's inputs) once a pass
   without create_graph followed one with it, which may have replaced it or added into it
   (UNSPEC-16; a leaf's keeps its node, DOUBLE-4);

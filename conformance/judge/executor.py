@@ -109,6 +109,8 @@ class _Run:
         caught = self.caught
         start = len(caught)
         try:
+            if kind.backward_pass and not s.params.get("create_graph"):
+                self._seeded(kind.seeds(s), ev)
             kind.run(self, s, ev, path)
         except HarnessError as exc:
             ev.status, ev.message = HARNESS, _message(exc)
@@ -126,6 +128,13 @@ class _Run:
                 dead.difference_update(kind.binds(s))
         elif not kind.in_place:     # a failed in-place op leaves its target bound
             dead.update(kind.binds(s))
+
+    def _seeded(self, seeds: list[str], ev: Event) -> None:
+        """Record that a pass without create_graph is handed a gradient that requires grad:
+        what it computes from it may be it, and so require grad, or not (UNSPEC-3)."""
+        e, env = self.e, self.env
+        if any(e.requires_grad(env[n]) for n in seeds):
+            ev.seed_requires_grad = True
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
         """A statement gradspec cannot express: recorded as such; it binds nothing, and its

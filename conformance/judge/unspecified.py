@@ -53,6 +53,8 @@ class Unspecified:
         #                                         recorded (grad_fn open), 1 computed from one
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
+        self.seeded = False                 # a backward without create_graph was handed a
+        #                                     gradient that requires grad: a .grad may be it
 
     def depends(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement reads a name whose state is left open (UNSPEC-3), or binds a
@@ -92,7 +94,7 @@ class Unspecified:
                  "grad_is": self.grad, "grad_ref": self.grad, "grad_layout": self.layout,
                  "grad.dtype": self.mixed,
                  "results.dtype": lambda n: any(self.mixed(r) for r in refs),
-                 "grad_grad_fn": lambda n: self.grad(n) or (
+                 "grad_grad_fn": lambda n: self.grad(n) or self.seeded or (
                      self.replaced and n not in self.leaves and (
                          n in self.retaining or n in self.inputs)),
                  "base_is": lambda n: not self.base_open.isdisjoint([n, *refs])}.get(aspect)
@@ -164,6 +166,9 @@ class Unspecified:
         self.open.difference_update(bound)
         if tainted:                         # computed from what is open: open too
             self.open.update(bound)
+        if o.seed_requires_grad or e.seed_requires_grad:    # a gradient that may be the seed
+            self.open.update(bound)         # itself, or not, and so require grad (UNSPEC-3)
+            self.seeded |= kind.fills_grads
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
 
@@ -223,6 +228,8 @@ class Unspecified:
         share memory with a gradient the program supplied, or is a retained one, which a pass
         may replace or write in place (UNSPEC-16), so are its values."""
         for tensor, name in pairs:
+            if self.seeded:                 # may be a seed that requires grad (UNSPEC-3)
+                self.open.add(name)
             g = self.group.setdefault(name, next(self.storages))
             self.versionless |= self._names(g) | {name}
             if self.grad(tensor) or tensor in self.retaining or self.aliased or any(

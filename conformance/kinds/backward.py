@@ -228,11 +228,13 @@ class Grad(Kind):
     def unversioned(self, s, shapes):
         return True                     # the _version of gradients (VER-1, UNSPEC-3)
 
+    def seeds(self, s):
+        return [g for g in s.params.get("grad_outputs") or [] if isinstance(g, str)]
+
     def same_object(self, s):
         """Its results: torch returns one tensor for inputs a gradient reaches unchanged
         (`x` and `x.squeeze(0)` of a size-3 dim), and a grad_outputs tensor itself."""
-        return self.binds(s) + [g for g in s.params.get("grad_outputs") or []
-                                if isinstance(g, str)]
+        return self.binds(s) + self.seeds(s)
 
     def observed(self, s):
         return None, "results"

@@ -136,6 +136,13 @@ class Kind:
         sum, whose strides are left open (UNSPEC-16)."""
         return self.fills_grads and bool(s.params.get("create_graph"))
 
+    def seeds(self, s: Any) -> list[str]:
+        """Names of the gradient tensors a backward-like statement hands its pass (gradient,
+        grad_tensors, grad_outputs): without create_graph, whether a gradient computed from
+        one that requires grad requires grad is open (UNSPEC-3); the executor records whether
+        one does (Event.seed_requires_grad)."""
+        return [gradient for _, gradient in self.stored_grads(s)]
+
     def same_object(self, s: Any) -> list[str]:
         """Names an engine may bind to one tensor object once the statement ran, so that a
         change to one shows in the others or not (UNSPEC-3)."""

@@ -49,10 +49,12 @@ class Event:
     hooks: list[list[Any]] = field(default_factory=list)  # [label, grad, dtype], call order
     shapes: list[Any] | None = None     # operand shapes of a matmul (the comparator: VER-1)
     segment: str | None = None          # id of the unit that ran it (judge/segments.py), if any
+    seed_requires_grad: bool | None = None  # True: a pass without create_graph was handed a
+    #                                     gradient that requires grad (the comparator: UNSPEC-3)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
-        for k in ("error", "message", "dtype", "shapes", "segment"):
+        for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

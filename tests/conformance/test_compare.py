@@ -845,3 +845,63 @@ def test_the_dtype_of_gradients_of_two_dtypes_summed_at_a_leaf_is_open(torch_eng
     assert o.events[-1].dtype == "float32"
     e.events[-1].dtype = "float64"                  # autograd.grad's result is that sum
     assert compare(results, o, e) == []
+
+
+def _seeded_grad(rg: bool, create_graph: bool = False) -> Program:
+    """autograd.grad through `add` seeded with a grad_outputs that requires grad (or not), the
+    result observed and computed with."""
+    extra = {"create_graph": True} if create_graph else {}
+    return Program([leaf("x", [1.0, 2.0], [2], rg=True), leaf("v", [1.0, 1.0], [2], rg=rg),
+                    S("call", out="y", args=["x", 0.0], params={"fn": "add"}),
+                    S("grad", params={"outputs": ["y"], "inputs": ["x"], "grad_outputs": ["v"],
+                                      "outs": ["r"], **extra}),
+                    obs("r", "requires_grad"), obs("r", "value"),
+                    S("call", out="h", args=["r", 2.0], params={"fn": "mul"}),
+                    obs("h", "requires_grad"), obs("h", "value"), obs("x", "requires_grad")])
+
+
+def test_a_gradient_computed_from_a_seed_that_requires_grad_is_open(torch_engine):
+    """UNSPEC-3, API-6, MODE-8: without create_graph, whether a gradient computed from a
+    grad_outputs that requires grad requires grad is left open (torch 2.13 returns the seed
+    itself through `add`, refimpl a new tensor): the result, and what is computed from it,
+    is not compared; what the pass did not compute still is."""
+    p = _seeded_grad(rg=True)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["3"].seed_requires_grad is e.by_path()["3"].seed_requires_grad is True
+    assert o.by_path()["4"].value != e.by_path()["4"].value    # what is left open
+    assert compare(p, o, e) == []
+    e.by_path()["9"].value = False                              # x is no gradient
+    assert [d.path for d in compare(p, o, e)] == ["9"]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_gradient_from_a_seed_that_does_not_require_grad_is_compared(create_graph,
+                                                                       torch_engine):
+    """The same gradient from a seed that does not require grad, or from one that does under
+    create_graph (DOUBLE-1: it then requires grad), is compared as any tensor is."""
+    p = _seeded_grad(rg=create_graph, create_graph=create_graph)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["3"].seed_requires_grad is None
+    assert compare(p, o, e) == []
+    for at in ("4", "7"):
+        e.by_path()[at].value = not o.by_path()[at].value
+    assert [d.path for d in compare(p, o, e)] == ["4", "7"]
+
+
+def test_a_grad_that_may_be_a_seed_requiring_grad_is_open(torch_engine):
+    """UNSPEC-3: backward may store the `gradient` it is handed as `.grad` itself, so with one
+    that requires grad (and no create_graph) whether the .grad requires grad, and its
+    grad_fn, are open (torch 2.13 stores a tensor that does not, as refimpl does); its value
+    is compared."""
+    p = Program([leaf("x", [1.0, 2.0], [2], rg=True), leaf("w", [1.0, 1.0], [2], rg=True),
+                 S("call", out="v", args=["w", 1.0], params={"fn": "mul"}),
+                 S("call", out="y", args=["x", 0.0], params={"fn": "add"}),
+                 S("backward", target="y", args=["v"], params={}),
+                 S("grad_ref", out="r", target="x"),
+                 obs("r", "requires_grad"), obs("x", "grad_grad_fn"), obs("x", "grad")])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["4"].seed_requires_grad is True and compare(p, o, e) == []
+    e.by_path()["6"].value, e.by_path()["7"].value = True, "MulBackward0"   # v itself
+    assert compare(p, o, e) == []
+    e.by_path()["8"].value = [2.0, 2.0]
+    assert [d.path for d in compare(p, o, e)] == ["8"]
