@@ -53,6 +53,10 @@ class Unspecified:
         #                                         recorded (grad_fn open), 1 computed from one
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
+        self.views: set[str] = set()        # names an aliasing statement bound (views)
+        self.stale: set[str] = set()        # ... of a storage written since through another
+        #                                     name: a hook registered on one is open (UNSPEC-17)
+        self.open_hooks: set[str] = set()   # the labels of such hooks: their calls
         self.seeded = False                 # a backward without create_graph was handed a
         #                                     gradient that requires grad: a .grad may be it
 
@@ -105,6 +109,8 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
+        if self.stale:
+            self.stale.difference_update(kind.reads_history(s))     # UNSPEC-17
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
@@ -130,6 +136,8 @@ class Unspecified:
         if kind.writes:
             self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
+            self.stale |= {n for n in self.views if self.group.get(n) == g and (
+                n != s.target or kind.writes_via_view)}     # UNSPEC-17
             if {"INFERENCE_INPLACE", "DIRTY_LEAF"} & {o.error, e.error}:
                 # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
                 # Function marked dirty (UNSPEC-11), may have written it or not
@@ -143,6 +151,7 @@ class Unspecified:
         self.leaves.difference_update(bound)
         if kind.makes_leaf:
             self.leaves.update(bound)
+        self._views(s, kind, bound)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
@@ -171,6 +180,17 @@ class Unspecified:
             self.seeded |= kind.fills_grads
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _views(self, s: Stmt, kind: Any, bound: list[str]) -> None:
+        """Track views, and those an alias wrote since their grad_fn was last read: a tensor
+        hook registered on one is open, and so is what is computed from it (UNSPEC-17)."""
+        self.views.difference_update(bound)
+        self.stale.difference_update(bound)
+        if kind.aliases:
+            self.views.update(bound)
+        if kind.tensor_hook and s.target in self.stale:
+            self.open.add(s.target)
+            self.open_hooks.update(kind.hook_labels(s))
 
     def _tally(self, s: Stmt, kind: Any) -> None:
         """What later rules count: passes with and without create_graph and the tensors named

@@ -163,6 +163,9 @@ class RetainGrad(Kind):
     caps = ("retain_grad",)
     retains_target = True
 
+    def reads_history(self, s):
+        return [s.target]
+
     def check(self, s, path):
         fields.name(s, path, "target")
 

@@ -76,7 +76,7 @@ def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
 class Hook(Kind):
     name = "hook"
     param_keys = ("behaviour", "label", "factor")
-    binds_handle = True
+    binds_handle = tensor_hook = True
     weight = 6
     reweighted = ((3, 12),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
@@ -180,6 +180,9 @@ class NodeHook(Kind):
            "gradient times params.factor ('scale'), with one more entry None ('extra') or as "
            "a list ('list')")
     caps = ("node_hooks", "grad_fn")
+
+    def reads_history(self, s):
+        return [s.target]
 
     def check(self, s, path):
         _check_hook(s, path, ("record", "scale", "extra", "list"))

@@ -139,6 +139,9 @@ class Observe(Kind):
     def observed(self, s):
         return s.target, s.params.get("what")
 
+    def reads_history(self, s):
+        return [s.target] if s.params.get("what") in HISTORY else []
+
     def run(self, x, s, ev, path):
         value, dtype = TABLE[s.params["what"]].read(x.e, x.env[s.target])
         ev.value, ev.dtype = plain(value), plain(dtype)
@@ -197,6 +200,7 @@ class Observe(Kind):
 # raises on a non-leaf, so an engine that makes one tensor a non-leaf wrongly would fail the
 # whole sweep and hide every other observation of it (observe statements look at it, one each);
 # nor grad_grad_fn, which only a .grad a create_graph pass recorded has worth looking at
+HISTORY = ("grad_fn", "next_functions", "is_leaf")    # what reads a tensor's grad_fn
 SWEPT = tuple(w for w in TABLE if w not in ("grad_dtype", "grad_grad_fn"))
 
 
@@ -225,6 +229,9 @@ class Sweep(Kind):
 
     def refs(self, s):
         return list(dict.fromkeys(item[0] for item in s.params.get("of") or []))
+
+    def reads_history(self, s):
+        return [item[0] for item in s.params.get("of") or [] if item[1] in HISTORY]
 
     def needs(self, s):
         return list(dict.fromkeys(["core", *(OBSERVABLES.get(item[1], "core")

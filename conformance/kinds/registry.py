@@ -79,6 +79,10 @@ class Kind:
     copies_when: ClassVar[tuple[str, ...]] = ()  # ... but a copy may come of these params.fn
     views_open: ClassVar[bool] = False      # what it binds may be a view (a gradient) or not
     makes_leaf: ClassVar[bool] = False      # what it binds is a leaf (until written in place)
+    writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
+    #                                         (t[i] = v): a view target is as an alias wrote it
+    tensor_hook: ClassVar[bool] = False     # it registers a hook on its target tensor, which on
+    #                                         a view an alias wrote since is open (UNSPEC-17)
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -135,6 +139,12 @@ class Kind:
         """A backward with create_graph: each .grad it reaches is replaced by a recorded
         sum, whose strides are left open (UNSPEC-16)."""
         return self.fills_grads and bool(s.params.get("create_graph"))
+
+    def reads_history(self, s: Any) -> list[str]:
+        """Names whose grad_fn the statement reads in any grad mode (observing grad_fn,
+        next_functions or is_leaf, retain_grad, a node hook): a view an alias wrote gets its
+        new grad_fn then, and a hook registered on it from then on is compared (UNSPEC-17)."""
+        return []
 
     def seeds(self, s: Any) -> list[str]:
         """Names of the gradient tensors a backward-like statement hands its pass (gradient,

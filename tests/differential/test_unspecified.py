@@ -111,3 +111,84 @@ def test_names_are_compared_not_reprs(differential):
         log("reprs are text", [isinstance(repr(o.grad_fn), str) and isinstance(str(o), str)
                                for o in outs])
     differential(prog)
+
+
+# ---- UNSPEC-17: a hook on a view an alias wrote -------------------------------------------
+_VIEWS = {"select": lambda b: b[0], "slice": lambda b: b[:, 1:], "t": lambda b: b.t(),
+          "view": lambda b: b.view(6)}
+_WRITES = {"base": lambda b, v: b.add_(1.0), "another view": lambda b, v: b[1].mul_(2.0),
+           "overlapping view": lambda b, v: b[:, :2].mul_(3.0)}
+_READS = {"grad_fn": lambda v: v.grad_fn, "is_leaf": lambda v: v.is_leaf,
+          "an op": lambda v: v * 1, "retain_grad": lambda v: v.retain_grad()}
+
+
+@pytest.mark.clause("UNSPEC-17")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("read", sorted(_READS))
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+def test_a_hook_registered_on_a_view_after_its_history_is_read_again_is_called(
+        differential, view, write, read, dtype):
+    """The specified part of UNSPEC-17 (and HOOK-11): once the view's grad_fn is read after a
+    write through an alias, a hook registered on it is bound to its new grad_fn and called,
+    with or without a hook registered before the write."""
+    def prog(torch, log):
+        x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=getattr(torch, dtype),
+                         requires_grad=True)
+        b = x * 1
+        v = _VIEWS[view](b)
+        v.register_hook(lambda g: log("hook before the write", g))
+        _WRITES[write](b, v)
+        _READS[read](v)
+        v.register_hook(lambda g: log("hook after", g))
+        (v * v).sum().backward()
+        log("x.grad", x.grad)
+    differential(prog)
+
+
+_STALE_VIEW_HOOK = """
+import sys, torch
+x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+b = x * 1
+v = b[0]
+calls = []
+if sys.argv[1] == "hooked": v.register_hook(lambda g: calls.append("before"))
+b.add_(1.0)
+v.register_hook(lambda g: calls.append("after"))
+(v * 3).sum().backward()
+print(calls)
+"""
+
+
+@pytest.mark.clause("UNSPEC-17")
+@pytest.mark.parametrize("hooked", [False, True])
+def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(hooked, tmp_path):
+    """What UNSPEC-17 leaves open, as torch 2.13 gets it wrong (pytorch/pytorch#196459): a
+    first hook on the view crashes register_hook; with one registered before the write, the
+    new one is never called. refimpl calls it."""
+    import subprocess
+    import sys
+
+    import refimpl
+    torch = pytest.importorskip("torch")
+    if torch.__version__.split("+")[0] != "2.13.0":
+        pytest.skip(f"what torch 2.13.0 does (this is {torch.__version__})")
+    script = tmp_path / "stale.py"
+    script.write_text(_STALE_VIEW_HOOK)
+    arg = "hooked" if hooked else "plain"
+    r = subprocess.run([sys.executable, str(script), arg], capture_output=True, text=True,
+                       timeout=120)
+    if hooked:
+        assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr[-2000:]
+    else:
+        assert r.returncode == -11, (r.returncode, r.stdout, r.stderr[-2000:])  # SIGSEGV
+    x = refimpl.ones(2, 3, dtype=refimpl.float64, requires_grad=True)
+    b = x * 1
+    v = b[0]
+    calls = []
+    if hooked:
+        v.register_hook(lambda g: calls.append("before"))
+    b.add_(1.0)
+    v.register_hook(lambda g: calls.append("after"))
+    (v * 3).sum().backward()
+    assert calls == ["after"] and x.grad.tolist() == [[3.0] * 3, [0.0] * 3]
