@@ -302,6 +302,10 @@ def function_non_tensor_grad(name, position):  # FUNC-6
                         f"{position}, but the corresponding forward input was not a Variable")
 
 
+def function_grad_not_tensor(type_name: str):  # FUNC-6: for a tensor argument
+    return RuntimeError(f"expected Variable or None (got {type_name})")
+
+
 def dirty_not_returned():  # FUNC-11
     return RuntimeError("Some elements marked as dirty during the forward method were not "
                         "returned as output. The inputs that are modified inplace must all be "

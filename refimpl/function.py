@@ -204,7 +204,7 @@ def run_backward(node, grad):
                 raise errors.function_non_tensor_grad(node.name(), i + 1)  # FUNC-6
             continue
         if r is not None and not isinstance(r, Tensor):
-            raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
+            raise errors.function_grad_not_tensor(type(r).__name__)  # FUNC-6
         out.append(r if r is None or graphed else r._data)
     return tuple(out)
 

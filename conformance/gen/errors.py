@@ -65,6 +65,7 @@ INEXPRESSIBLE: dict[str, str] = {
     # that makes these
     "FUNCTION_NON_TENSOR_GRAD": "no Function of the catalogue takes a number argument and "
                                 "returns a gradient for it",
+    "FUNCTION_GRAD_NOT_TENSOR": "the Functions of the catalogue return tensors or None",
     "DIRTY_NOT_RETURNED": "no Function of the catalogue marks dirty what it does not return",
     "ONCE_DIFFERENTIABLE": "no program differentiates twice through a Function: the "
                            "functions of gen/higher.py are drawn from the op table",

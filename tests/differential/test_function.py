@@ -893,3 +893,29 @@ def test_around_what_a_custom_function_leaves_open(differential):
         log("once", [g, g.requires_grad])
         log.attempt("differentiated again", lambda: g.sum().backward())
     differential(prog)
+
+
+@pytest.mark.clause("FUNC-6")
+@pytest.mark.parametrize("value", ["float", "int", "list", "bool"])
+@pytest.mark.parametrize("rg", [True, False])
+def test_a_value_that_is_no_tensor_for_a_tensor_argument_raises(differential, value, rg):
+    """FUNCTION_GRAD_NOT_TENSOR: backward's value for a tensor argument is a tensor or None,
+    whether or not that argument requires grad; nothing is accumulated."""
+    returned = {"float": 1.0, "int": 2, "list": [1.0, 1.0], "bool": True}[value]
+
+    def prog(torch, log):
+        class Number(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, w):
+                return a * w
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, returned
+
+        for dname, dt in _dtypes(torch).items():
+            a = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+            w = torch.tensor([3.0, 4.0], dtype=dt, requires_grad=rg)
+            log.attempt(dname + " backward", lambda: Number.apply(a, w).sum().backward())
+            log(dname + " grads", [a.grad, w.grad])
+    differential(prog)
