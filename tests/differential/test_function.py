@@ -916,6 +916,6 @@ def test_a_value_that_is_no_tensor_for_a_tensor_argument_raises(differential, va
         for dname, dt in _dtypes(torch).items():
             a = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
             w = torch.tensor([3.0, 4.0], dtype=dt, requires_grad=rg)
-            log.attempt(dname + " backward", lambda: Number.apply(a, w).sum().backward())
+            log.attempt(dname + " backward", lambda a=a, w=w: Number.apply(a, w).sum().backward())
             log(dname + " grads", [a.grad, w.grad])
     differential(prog)
