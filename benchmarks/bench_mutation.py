@@ -43,6 +43,7 @@ from mutation_verdicts import (  # noqa: E402  (beside this script, which is no 
     carry,
     carry_annotations,
     classify,
+    divergent,
     first_catch,
     line_map,
     load_annotations,
@@ -218,7 +219,7 @@ def judge_mutant(mutant: Mutant, snap: Path, workdir: Path, args, annotations) -
                       status, code, first_catch(report) if status == "killed" else None,
                       detail, seconds=round(seconds, 2), diff=diff)
     if report is not None:
-        outcome.divergent = len(report.get("divergences", []))
+        outcome.divergent = divergent(report)
         outcome.crashed, outcome.timed_out = len(report.get("crashes", [])), len(
             report.get("timeouts", []))
     return annotate(outcome, annotations)

@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.judge.compare import not_judged
+
 VERDICTS = ("equivalent", "gap")
 
 
@@ -115,19 +117,20 @@ def carry_annotations(annotations: dict, pairs: list[tuple[Mutant, Mutant]]) -> 
 def first_catch(report: dict) -> int | None:
     """Programs run until the first one that caught the engine (indices count from 0)."""
     found = [e["index"] for k in ("divergences", "crashes", "timeouts")
-             for e in report.get(k, []) if e.get("what") != "harness"]
+             for e in report.get(k, []) if not not_judged(e)]
     return min(found) + 1 if found else None
 
 
 def classify(exit_code: int | None, report: dict | None) -> tuple[str, str]:
     """(status, detail) of one `gradspec run` on a mutant, from its exit status and report.
-    Only what the engine did kills: an oracle failure or a harness error never does. Exit 3
+    Only what the engine did kills: an oracle failure, a harness error or a program gradspec
+    itself failed on never does. Exit 3
     kills when the engine crashed or hung too often to judge the rest; exit 130 (the run was
     interrupted, its report partial) when what ran already shows the engine failing."""
     if report is None:
         return "unjudged", "no report.json" if exit_code is not None else "no verdict in time"
     engine_failed = bool(report.get("crashes") or report.get("timeouts"))
-    harness = any(d.get("what") == "harness" for d in report.get("divergences", []))
+    harness = any(not_judged(d) for d in report.get("divergences", []))
     diverged = bool(report.get("divergences")) and not harness
     if exit_code == 0 and not report.get("divergences") and not engine_failed:
         return "survived", "no divergence"
@@ -141,8 +144,13 @@ def classify(exit_code: int | None, report: dict | None) -> tuple[str, str]:
     return "unjudged", f"exit {exit_code}: {report.get('unjudged') or _counts(report)}"
 
 
+def divergent(report: dict) -> int:
+    """The programs the engine diverged on: not those gradspec failed on (not judged)."""
+    return sum(not not_judged(d) for d in report.get("divergences", []))
+
+
 def _counts(report: dict) -> str:
-    return (f"{len(report.get('divergences', []))} divergent, {len(report.get('crashes', []))} "
+    return (f"{divergent(report)} divergent, {len(report.get('crashes', []))} "
             f"crashed, {len(report.get('timeouts', []))} timed out")
 
 

@@ -68,6 +68,7 @@ def report(**lists) -> dict:
 
 DIVERGENCE = {"index": 7, "what": "value"}
 HARNESS = {"index": 2, "what": "harness"}
+INTERNAL = {"index": 3, "what": "internal"}     # a program gradspec itself failed on
 
 
 @pytest.mark.parametrize("code, rep, status", [
@@ -81,6 +82,8 @@ HARNESS = {"index": 2, "what": "harness"}
     (3, report(divergences=[DIVERGENCE, HARNESS]), "unjudged"),
     (3, report(crashes=[{"index": 1}], oracle_failures=[{"index": 1}]), "unjudged"),
     (1, report(divergences=[HARNESS]), "unjudged"),
+    (3, report(divergences=[INTERNAL]), "unjudged"),
+    (130, report(divergences=[INTERNAL]), "unjudged"),
     # the run was interrupted (it hung past the script's limit): its partial report decides
     (130, report(timeouts=[{"index": 0}]), "killed"),
     (130, report(divergences=[DIVERGENCE]), "killed"),
@@ -99,7 +102,8 @@ def test_first_catch_is_the_earliest_engine_failure_counted_from_one():
                  crashes=[{"index": 5}], timeouts=[{"index": 12}])
     assert verdicts.first_catch(rep) == 6
     assert verdicts.first_catch(report(divergences=[{"index": 0, "what": "grad"}])) == 1
-    assert verdicts.first_catch(report(divergences=[HARNESS])) is None
+    assert verdicts.first_catch(report(divergences=[HARNESS, INTERNAL])) is None
+    assert verdicts.divergent(report(divergences=[DIVERGENCE, HARNESS, INTERNAL])) == 1
 
 
 def test_line_map_follows_unchanged_lines_past_an_insertion():
