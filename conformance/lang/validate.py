@@ -13,6 +13,8 @@ thing wrong:
   vocabulary (the op table, the kinds' tables), names identifiers, numbers finite, a leaf's
   values as many as its shape holds, an index of ints and slices; params holds only the keys
   the kind reads (`Kind.param_keys`), and only a block kind has a body;
+- hook labels: no two hooks share one (a hook's label, or its out name where it has none,
+  is what its calls are logged and compared under);
 - names: every name a statement reads is bound by an earlier statement (one in a grad-mode
   block counts after the block too: the executor keeps one namespace), a hook handle where the
   kind takes one (`Kind.takes_handle`: remove) and a tensor everywhere else.
@@ -78,12 +80,14 @@ def validate(program: Program) -> None:
         raise ProgramError(structure_message(exc)) from None
     if not KINDS:
         raise ProgramError("no statement kinds are loaded (import conformance.kinds)")
-    _block(program.statements, "", {})
+    _block(program.statements, "", {}, {})
 
 
-def _block(stmts: list[Stmt], prefix: str, bound: dict[str, bool]) -> None:
+def _block(stmts: list[Stmt], prefix: str, bound: dict[str, bool],
+           labels: dict[str, str]) -> None:
     """Validate a run of statements; `bound` maps each name bound so far to whether it is a
-    hook handle, and is updated."""
+    hook handle, `labels` each hook label to the path of the statement that gave it: both
+    are updated."""
     for i, s in enumerate(stmts):
         path = f"{prefix}{i}"
         kind = KINDS.get(s.op) if isinstance(s.op, str) else None
@@ -108,9 +112,15 @@ def _block(stmts: list[Stmt], prefix: str, bound: dict[str, bool]) -> None:
                                    f"{n!r} is {got}")
         for n in kind.binds(s):
             bound[n] = kind.binds_handle and n == s.out
+        for label in kind.hook_labels(s):   # a hook's calls are told apart by their label
+            if label in labels:
+                raise ProgramError(f"{where}: params.label: {label!r} labels the hook of "
+                                   f"statement {labels[label]} too (the label, or the out "
+                                   f"name where there is none, names one hook's calls)")
+            labels[label] = path
         if s.body and path.count(".") >= MAX_DEPTH:     # s is block MAX_DEPTH + 1
             raise ProgramError(f"{where}: body: blocks nested more than {MAX_DEPTH} deep")
-        _block(s.body, f"{path}.", bound)
+        _block(s.body, f"{path}.", bound, labels)
 
 
 def _shape(s: Stmt, kind: Any, where: str) -> None:
