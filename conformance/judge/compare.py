@@ -29,11 +29,10 @@ Left out on purpose:
 - what a pass without create_graph computed from a gradient it was handed that requires grad
   (the results of autograd.grad and what is computed from them; whether a `.grad`, or a name
   bound to one, requires grad and its grad_fn), which may be that tensor itself (UNSPEC-3);
-- the calls of a hook registered on a view after a write through its base or another view,
-  before anything read the view's grad_fn, and what is computed from the view from then on
-  (UNSPEC-17); of the reads, the comparator knows observing grad_fn, next_functions or
-  is_leaf, retain_grad and a node hook (kinds' `reads_history`), not an op recorded with the
-  view, after which it still leaves them out;
+- the calls of a hook registered on a view after a write through an alias, before anything
+  read the view's grad_fn, and, for a hook that may change its gradient, what is computed
+  from the view from then on (UNSPEC-17, judge/stale_views.py; an op recorded with the view
+  reads its grad_fn too, but the comparator does not count it as a read: it leaves more out);
 - the node of a non-leaf's recorded `.grad` (retained, or among a pass's inputs) once a pass
   without create_graph followed one with it, which may have replaced it or added into it
   (UNSPEC-16; a leaf's keeps its node, DOUBLE-4);
@@ -257,11 +256,10 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
                     ", ".join(compared_warnings(e)) or "none")
         if (o.hooks or e.hooks) and not ost == est == "error":  # UNSPEC-1: hooks before an
             open_order = kind.hook_order_open(s)                      # error
-            oh, eh = _hook_calls(o, e, open_order, unspec.open_hooks)
-            keyed = not (open_order or unspec.open_hooks)   # a call's place keys its spread
-            if [c[0] for c in oh] != [c[0] for c in eh] or not all(
-                    same_call(o.path, i if keyed else None, c, d)
-                    for i, (c, d) in enumerate(zip(oh, eh, strict=True))):
+            oh, eh = _hook_calls(o, e, open_order, unspec.stale_views.hooks)
+            if [c[0] for _, c in oh] != [c[0] for _, c in eh] or not all(
+                    same_call(o.path, None if open_order else i, c, d)  # i keys its spread
+                    for (i, c), (_, d) in zip(oh, eh, strict=True)):
                 diverge(o, "hooks", _hooks_text(o.hooks), _hooks_text(e.hooks))
         if ost == est == "ok" and kind.valued and not _same_data((o.value, o.dtype),
                                                                  (e.value, e.dtype)):
@@ -341,16 +339,14 @@ def _close_parts(a: Any, b: Any, dtype: str) -> bool:
 
 def _hook_calls(o: Event, e: Event, order_open: bool,
                 open_labels: set[str]) -> tuple[list[Any], list[Any]]:
-    """Both sides' hook calls, as compared: in call order, or by label where the order is left
-    open (UNSPEC-7; a label's own calls keep their order); none of the hooks whose calls are
-    left open (`open_labels`, UNSPEC-17)."""
-    oh, eh = o.hooks, e.hooks
-    if open_labels:
-        oh, eh = [c for c in oh if c[0] not in open_labels], [
-            c for c in eh if c[0] not in open_labels]
+    """Both sides' hook calls as compared, each with its place in its trace: in call order,
+    or by label where the order is left open (UNSPEC-7; a label's own calls keep their order);
+    none of the hooks whose calls are left open (`open_labels`, UNSPEC-17)."""
+    oh, eh = ([(i, c) for i, c in enumerate(ev.hooks) if c[0] not in open_labels]
+              for ev in (o, e))
     if not order_open:
         return oh, eh
-    return sorted(oh, key=lambda c: c[0]), sorted(eh, key=lambda c: c[0])
+    return sorted(oh, key=lambda ic: ic[1][0]), sorted(eh, key=lambda ic: ic[1][0])
 
 
 def _relieved(relief: Relief | None, key: tuple[str, str, int], a: Any, b: Any,

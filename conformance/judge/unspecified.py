@@ -11,6 +11,7 @@ from typing import Any
 
 from ..lang.program import Stmt
 from ..lang.trace import Event
+from .stale_views import StaleViews
 
 
 def compared_warnings(ev: Event) -> list[str]:
@@ -53,12 +54,9 @@ class Unspecified:
         #                                         recorded (grad_fn open), 1 computed from one
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
-        self.views: set[str] = set()        # names an aliasing statement bound (views)
-        self.stale: set[str] = set()        # ... of a storage written since through another
-        #                                     name: a hook registered on one is open (UNSPEC-17)
-        self.open_hooks: set[str] = set()   # the labels of such hooks: their calls
-        self.seeded = False                 # a backward without create_graph was handed a
-        #                                     gradient that requires grad: a .grad may be it
+        self.stale_views = StaleViews()     # UNSPEC-17: hooks on views an alias wrote
+        self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
+        #                                     requires grad a pass was handed (UNSPEC-3)
 
     def depends(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement reads a name whose state is left open (UNSPEC-3), or binds a
@@ -98,7 +96,7 @@ class Unspecified:
                  "grad_is": self.grad, "grad_ref": self.grad, "grad_layout": self.layout,
                  "grad.dtype": self.mixed,
                  "results.dtype": lambda n: any(self.mixed(r) for r in refs),
-                 "grad_grad_fn": lambda n: self.grad(n) or self.seeded or (
+                 "grad_grad_fn": lambda n: self.grad(n) or n in self.seeded or (
                      self.replaced and n not in self.leaves and (
                          n in self.retaining or n in self.inputs)),
                  "base_is": lambda n: not self.base_open.isdisjoint([n, *refs])}.get(aspect)
@@ -109,8 +107,7 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
-        if self.stale:
-            self.stale.difference_update(kind.reads_history(s))     # UNSPEC-17
+        self.open.update(self.stale_views.update(s, kind, o, e, self.retaining))
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
@@ -126,6 +123,7 @@ class Unspecified:
         if kind.assigns_grad and s.target:
             self.reset.add(s.target)
             self.lost.discard(s.target)
+            self.seeded.discard(s.target)
             if kind.holds_grad(s):
                 self.layout_open.add(s.target)
             else:
@@ -136,8 +134,6 @@ class Unspecified:
         if kind.writes:
             self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
-            self.stale |= {n for n in self.views if self.group.get(n) == g and (
-                n != s.target or kind.writes_via_view)}     # UNSPEC-17
             if {"INFERENCE_INPLACE", "DIRTY_LEAF"} & {o.error, e.error}:
                 # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
                 # Function marked dirty (UNSPEC-11), may have written it or not
@@ -151,8 +147,8 @@ class Unspecified:
         self.leaves.difference_update(bound)
         if kind.makes_leaf:
             self.leaves.update(bound)
-        self._views(s, kind, bound)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
+        self.seeded.difference_update(bound)
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
             self.versionless.discard(name)
@@ -177,20 +173,10 @@ class Unspecified:
             self.open.update(bound)
         if o.seed_requires_grad or e.seed_requires_grad:    # a gradient that may be the seed
             self.open.update(bound)         # itself, or not, and so require grad (UNSPEC-3)
-            self.seeded |= kind.fills_grads
+            if kind.fills_grads:            # a .grad it stores may be the seed itself
+                self.seeded.update(self.group)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
-
-    def _views(self, s: Stmt, kind: Any, bound: list[str]) -> None:
-        """Track views, and those an alias wrote since their grad_fn was last read: a tensor
-        hook registered on one is open, and so is what is computed from it (UNSPEC-17)."""
-        self.views.difference_update(bound)
-        self.stale.difference_update(bound)
-        if kind.aliases:
-            self.views.update(bound)
-        if kind.tensor_hook and s.target in self.stale:
-            self.open.add(s.target)
-            self.open_hooks.update(kind.hook_labels(s))
 
     def _tally(self, s: Stmt, kind: Any) -> None:
         """What later rules count: passes with and without create_graph and the tensors named
@@ -214,6 +200,7 @@ class Unspecified:
         self.reset.add(name)
         self.lost.discard(name)
         self.layout_open.discard(name)
+        self.seeded.discard(name)
         for g in [g for g, tensors in self.held.items() if name in tensors]:
             self.held[g].discard(name)
             if not self.held[g]:
@@ -248,7 +235,7 @@ class Unspecified:
         share memory with a gradient the program supplied, or is a retained one, which a pass
         may replace or write in place (UNSPEC-16), so are its values."""
         for tensor, name in pairs:
-            if self.seeded:                 # may be a seed that requires grad (UNSPEC-3)
+            if tensor in self.seeded:       # may be a seed that requires grad (UNSPEC-3)
                 self.open.add(name)
             g = self.group.setdefault(name, next(self.storages))
             self.versionless |= self._names(g) | {name}

@@ -76,7 +76,7 @@ def _check_hook(s: Any, path: str, behaviours: tuple[str, ...]) -> None:
 class Hook(Kind):
     name = "hook"
     param_keys = ("behaviour", "label", "factor")
-    binds_handle = tensor_hook = True
+    binds_handle = True
     weight = 6
     reweighted = ((3, 12),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = ("out = target.register_hook(h), h per params.behaviour: 'record' (log, return "
@@ -85,6 +85,12 @@ class Hook(Kind):
            "other float dtype), 'non_tensor' (log, return the list [1.0]); params.label names "
            "the hook in the log")
     caps = ("hooks",)
+
+    def hooked_tensors(self, s):
+        return [s.target]
+
+    def hook_rewrites(self, s):
+        return s.params.get("behaviour", "record") != "record"
 
     def check(self, s, path):
         _check_hook(s, path, ("record", "scale", "wrong_shape", "wrong_dtype", "non_tensor"))
@@ -284,6 +290,14 @@ class MultiGradHook(Kind):
            "args name the tensors; params.mode 'all' (fn logs params.label and each gradient, "
            "None where there is none) or 'any' (fn logs the one gradient it gets)")
     caps = ("multi_grad_hooks", "hooks")
+
+    def hooked_tensors(self, s):     # mode any: Tensor.register_hook on each (UNSPEC-17)
+        return [a for a in s.args if isinstance(a, str)] if s.params.get("mode") == "any" \
+            else []
+
+    def reads_history(self, s):      # mode all reads each grad_fn first
+        return [a for a in s.args if isinstance(a, str)] if s.params.get("mode") != "any" \
+            else []
 
     def check(self, s, path):
         fields.name(s, path, "out")

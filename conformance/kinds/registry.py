@@ -81,8 +81,8 @@ class Kind:
     makes_leaf: ClassVar[bool] = False      # what it binds is a leaf (until written in place)
     writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
     #                                         (t[i] = v): a view target is as an alias wrote it
-    tensor_hook: ClassVar[bool] = False     # it registers a hook on its target tensor, which on
-    #                                         a view an alias wrote since is open (UNSPEC-17)
+    differentiable_view: ClassVar[bool] = False  # what it binds is a view whose grad_fn torch
+    #                                         rebuilds lazily after a write through an alias
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -142,9 +142,21 @@ class Kind:
 
     def reads_history(self, s: Any) -> list[str]:
         """Names whose grad_fn the statement reads in any grad mode (observing grad_fn,
-        next_functions or is_leaf, retain_grad, a node hook): a view an alias wrote gets its
-        new grad_fn then, and a hook registered on it from then on is compared (UNSPEC-17)."""
+        next_functions or is_leaf, retain_grad, a node hook, a multi-grad hook of mode all):
+        a view an alias wrote gets its new grad_fn then, and a hook registered on it from then
+        on is compared (UNSPEC-17)."""
         return []
+
+    def hooked_tensors(self, s: Any) -> list[str]:
+        """Names it registers a hook on through Tensor.register_hook, which does not read
+        their grad_fn first: on a view an alias wrote since its grad_fn was last read, whether
+        the hook is called is open (UNSPEC-17)."""
+        return []
+
+    def hook_rewrites(self, s: Any) -> bool:
+        """Whether a hook it registers may change the gradient it gets (not only log it):
+        where its calls are open, so is what passes through its tensor compute."""
+        return False
 
     def seeds(self, s: Any) -> list[str]:
         """Names of the gradient tensors a backward-like statement hands its pass (gradient,

@@ -300,7 +300,8 @@ class View(Kind):
     reweighted = ((9, 21),)     # vocabulary 9: views were 1% of the statements drawn
     doc = "out = target.fn(...). params: fn (VIEWS), kw (shape / dims / dim / size)"
     caps = ("view_ops",)        # implied by views (spec/capabilities.py)
-    aliases = shares_version = True     # reshape may copy (UNSPEC-3): counted as sharing
+    aliases = shares_version = differentiable_view = True     # reshape may copy (UNSPEC-3):
+    #                                                           counted as sharing
     copies_when = ("reshape",)
 
     def check(self, s, path):
@@ -365,7 +366,7 @@ class Getitem(Kind):
     reweighted = ((9, 10),)     # vocabulary 9, with the views
     doc = "out = target[index]. params: index (INDEX encoding)"
     caps = ("view_ops",)
-    aliases = shares_version = True
+    aliases = shares_version = differentiable_view = True
 
     def check(self, s, path):
         fields.name(s, path, "out")
