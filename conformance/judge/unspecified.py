@@ -55,14 +55,19 @@ class Unspecified:
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
         self.stale_views = StaleViews()     # UNSPEC-17: hooks on views an alias wrote
+        self.pass_open: set[str] = set()    # ... that may change gradients: a pass through
+        #                                     these names is open (their values are not)
         self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
         #                                     requires grad a pass was handed (UNSPEC-3)
 
     def depends(self, s: Stmt, kind: Any) -> bool:
-        """Whether the statement reads a name whose state is left open (UNSPEC-3), or binds a
-        .grad that is (UNSPEC-1: one side may have none): it is not compared at all."""
+        """Whether the statement reads a name whose state is left open (UNSPEC-3), binds a
+        .grad that is (UNSPEC-1: one side may have none) or runs a pass through what a hook on
+        a stale view may have changed (UNSPEC-17): it is not compared at all, and what it
+        makes is open."""
         return self.all_open or not self.open.isdisjoint(kind.refs(s)) or (
-            not kind.assigns_grad and any(self.grad(t) for t, _ in kind.holds_grad(s)))
+            not kind.assigns_grad and any(self.grad(t) for t, _ in kind.holds_grad(s))) or (
+            kind.backward_pass and not self.pass_open.isdisjoint(kind.refs(s)))  # UNSPEC-17
 
     def grad(self, name: str | None) -> bool:
         return (self.after_error and name not in self.reset) or name in self.lost
@@ -107,7 +112,9 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
-        self.open.update(self.stale_views.update(s, kind, o, e, self.retaining))
+        self.pass_open.update(self.stale_views.update(s, kind, o, e))
+        if not self.pass_open.isdisjoint(kind.refs(s)):     # a pass through what comes of
+            self.pass_open.update(kind.binds(s))            # it is open too
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)

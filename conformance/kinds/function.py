@@ -62,6 +62,8 @@ class Function(Kind):
     weight = 8
     since = 19
     aliases = shares_version = True     # Identity's result is a view of its target (FUNC-14)
+    differentiable_view = True          # ... whose history a write through its base leaves
+    #                                     stale (UNSPEC-17; taken so for every Function's)
     doc = ("out = F.<params.fn>.apply(target, *args): a Function of the catalogue "
            "(conformance/lang/functions.py); one that returns two outputs binds params.outs "
            "instead of out; params.legacy calls F.<fn>()(target, *args) (FUNC-15)")

@@ -144,6 +144,9 @@ class PostHook(Kind):
            "'return' (returns target.grad, which backward rejects: HOOK-13)")
     caps = ("post_accumulate_hooks",)
 
+    def reads_history(self, s):      # (before it refuses a view, HOOK-12)
+        return [s.target]
+
     def check(self, s, path):
         _check_hook(s, path, ("record", "return"))
 

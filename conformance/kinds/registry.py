@@ -79,8 +79,6 @@ class Kind:
     copies_when: ClassVar[tuple[str, ...]] = ()  # ... but a copy may come of these params.fn
     views_open: ClassVar[bool] = False      # what it binds may be a view (a gradient) or not
     makes_leaf: ClassVar[bool] = False      # what it binds is a leaf (until written in place)
-    writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
-    #                                         (t[i] = v): a view target is as an alias wrote it
     differentiable_view: ClassVar[bool] = False  # what it binds is a view whose grad_fn torch
     #                                         rebuilds lazily after a write through an alias
 

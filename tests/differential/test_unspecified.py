@@ -122,7 +122,18 @@ _WRITES = {"base": lambda b, v: b.add_(1.0), "another view": lambda b, v: b[1].m
            "setitem into the view": lambda b, v: v.__setitem__(0, 5.0)}
 _READS = {"grad_fn": lambda v: v.grad_fn, "is_leaf": lambda v: v.is_leaf,
           "next_functions": lambda v: v.grad_fn.next_functions, "an op": lambda v: v * 1,
-          "retain_grad": lambda v: v.retain_grad()}
+          "retain_grad": lambda v: v.retain_grad(),
+          "post-accumulate hook": lambda v: _refused(lambda: v.register_post_accumulate_grad_hook(
+              lambda t: None))}
+
+
+def _refused(fn) -> None:
+    """Run fn, which must raise (a post-accumulate hook on a view: HOOK-12)."""
+    try:
+        fn()
+    except RuntimeError:
+        return
+    raise AssertionError("not refused")
 
 
 @pytest.mark.clause("UNSPEC-17")
@@ -195,8 +206,12 @@ if before == "hook":
     v.register_hook(lambda g: calls.append("before"))
 elif before == "retain_grad":
     v.retain_grad()
+def off(mode):
+    with mode():
+        v.add_(1.0)
 {"base": lambda: b.add_(1.0), "another view": lambda: b[1].mul_(2.0),
- "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0)}[write]()
+ "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0),
+ "no_grad": lambda: off(torch.no_grad), "inference": lambda: off(torch.inference_mode)}[write]()
 if before == "retain_grad":
     v.retain_grad()             # retains already: reads nothing
 if register == "hook":
@@ -212,7 +227,8 @@ print(calls)
 @pytest.mark.clause("UNSPEC-17")
 @pytest.mark.parametrize("register", ["hook", "multi any"])
 @pytest.mark.parametrize("before", ["nothing", "hook", "retain_grad"])
-@pytest.mark.parametrize("write", ["base", "another view", "a detach", "setitem"])
+@pytest.mark.parametrize("write", ["base", "another view", "a detach", "setitem", "no_grad",
+                                   "inference"])
 def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
         write, before, register, tmp_path):
     """What UNSPEC-17 leaves open, as torch 2.13 gets it wrong (pytorch/pytorch#196459): a
@@ -240,8 +256,13 @@ def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
     calls = []
     if before == "hook":
         v.register_hook(lambda g: calls.append("before"))
+    def off(mode):
+        with mode():
+            v.add_(1.0)
     {"base": lambda: b.add_(1.0), "another view": lambda: b[1].mul_(2.0),
-     "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0)}[write]()
+     "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0),
+     "no_grad": lambda: off(refimpl.no_grad),
+     "inference": lambda: off(refimpl.inference_mode)}[write]()
     if register == "hook":
         v.register_hook(lambda g: calls.append("after"))
     else:
@@ -250,3 +271,54 @@ def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
     (v * 3).sum().backward()
     first = 0.0 if write == "setitem" else 3.0      # v[0] = 5.0 cut x[0, 0] off
     assert calls == ["after"] and x.grad.tolist() == [[first, 3.0, 3.0], [0.0] * 3]
+
+
+_VIEWED_GRAD = """
+import sys, torch
+z = torch.tensor([1.0, 2.0], requires_grad=True)
+(z * z).sum().backward(create_graph=True)
+r = z.grad
+rv = r[0:1]
+calls = []
+if sys.argv[1] == "hooked":
+    rv.register_hook(lambda g: calls.append("before"))
+(z * 3).sum().backward()        # adds into r in place (GRAD-4)
+rv.register_hook(lambda g: calls.append("after"))
+(rv * 3).sum().backward()
+print(calls)
+"""
+
+
+@pytest.mark.clause("UNSPEC-17")
+@pytest.mark.parametrize("hooked", [False, True])
+def test_what_torch_2_13_does_with_a_hook_on_a_view_of_a_grad_a_pass_added_into(hooked,
+                                                                               tmp_path):
+    """A backward adding into a .grad in place leaves a view of it stale: torch 2.13 crashes
+    registering a first hook on the view, or never calls one registered after an earlier
+    one; refimpl calls it."""
+    import subprocess
+    import sys
+
+    import refimpl
+    torch = pytest.importorskip("torch")
+    if torch.__version__.split("+")[0] != "2.13.0":
+        pytest.skip(f"what torch 2.13.0 does (this is {torch.__version__})")
+    script = tmp_path / "viewed_grad.py"
+    script.write_text(_VIEWED_GRAD)
+    r = subprocess.run([sys.executable, str(script), "hooked" if hooked else "plain"],
+                       capture_output=True, text=True, timeout=120)
+    if hooked:
+        assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr[-2000:]
+    else:
+        assert r.returncode == -11, (r.returncode, r.stdout, r.stderr[-2000:])  # SIGSEGV
+    z = refimpl.tensor([1.0, 2.0], requires_grad=True)
+    (z * z).sum().backward(create_graph=True)
+    r, calls = z.grad, []
+    rv = r[0:1]
+    if hooked:
+        rv.register_hook(lambda g: calls.append("before"))
+    (z * 3).sum().backward()
+    assert z.grad is r
+    rv.register_hook(lambda g: calls.append("after"))
+    (rv * 3).sum().backward()
+    assert calls == ["after"]
