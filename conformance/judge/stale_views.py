@@ -3,15 +3,15 @@ comparator (conformance/judge/unspecified.py).
 
 torch rebuilds a view's grad_fn lazily after a write it did not record on the view: one
 through a tensor that shares its version counter (its base, another view, a detach() of one;
-not `.data`, which has its own, VER-6), an indexed assignment into the view, a backward adding
-into the `.grad` it is a view of, and (taken here for any write through the view itself: the
-comparator does not track grad mode) one through the view with grad mode off. The next read
-of its grad_fn rebuilds it (`Kind.reads_history`). Until then a hook put on the view through
+not `.data`, which has its own, VER-6), an indexed assignment into the view, an in-place op on
+the view with grad mode off (taken here for any inside a grad-mode block: the comparator does
+not follow the mode) and a backward adding into the `.grad` it is a view of. The next read of
+its grad_fn rebuilds it (`Kind.reads_history`). Until then a hook put on the view through
 Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes registering it,
-refuses it or not (an output of a multi-output view or of a custom Function), or never calls
-it when the view had a hook before the write. Neither that statement nor the hook's calls are
-compared, and where the hook may change the gradient it gets (`Kind.hook_rewrites`), nor is
-what a pass through the view computes.
+or never calls it when the view had a hook before the write; on an output of a multi-output
+view or of a custom Function (`Kind.guarded_view`) it registers it or refuses it. The hook's
+calls are not compared, nor, on such an output, the registration; where the hook may change
+the gradient it gets (`Kind.hook_rewrites`), nor is what a pass through the view computes.
 """
 from __future__ import annotations
 
@@ -26,16 +26,20 @@ class StaleViews:
     def __init__(self) -> None:
         self.counter: dict[str, int] = {}   # name -> its version counter (VER-4, VER-5)
         self.views: set[str] = set()        # names a differentiable view statement bound
+        self.guarded: set[str] = set()      # ... that refuse in-place writes (VIEW-7, FUNC-14)
         self.stale: set[str] = set()        # ... written since their history was last read
         self.retaining: set[str] = set()    # ... that retain their .grad (retain_grad again
         #                                     reads nothing)
-        self.held: set[int] = set()         # counters of tensors that are some .grad (GRAD-3)
+        self.held: dict[str, int] = {}      # tensor -> the counter of its .grad, where a name
+        #                                     holds it (GRAD-3): a plain pass adds into it
         self.hooks: set[str] = set()        # labels of hooks registered on a stale view
         self._ids = itertools.count(1)
 
     def registers_on_stale(self, s: Stmt, kind: Any) -> bool:
-        """Whether the statement puts a hook on a stale view: its outcome is open."""
-        return bool(self.stale) and not self.stale.isdisjoint(kind.hooked_tensors(s))
+        """Whether the statement puts a hook on a stale output of a multi-output view or of
+        a custom Function: whether it is refused is open."""
+        return bool(self.stale) and any(n in self.stale and n in self.guarded
+                                        for n in kind.hooked_tensors(s))
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> list[str]:
         """Track one statement; the names a pass through which is open from now on: the stale
@@ -45,27 +49,35 @@ class StaleViews:
                                          if not (kind.retains_target and n in self.retaining))
         if kind.retains_target and s.target in self.views:
             self.retaining.add(s.target)
-        ran = "ok" in (o.status, e.status)      # (a write refused on both sides wrote nothing)
+        for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
+            self.held.pop(name or "", None)     # what held its .grad is no .grad now
         if kind.writes:
-            if ran:
-                self._written({self.counter.get(s.target or "")})
+            if "ok" in (o.status, e.status):    # (a write refused on both sides wrote nothing)
+                unrecorded = kind.writes_via_view or "." in (o.path or "")
+                c = self.counter.get(s.target or "")
+                self.stale.update(v for v in self.views if self.counter.get(v) == c and (
+                    v != s.target or unrecorded))
             return []
-        if kind.fills_grads and ran and not s.params.get("create_graph"):
-            self._written(self.held)    # it may add into a .grad in place (GRAD-4)
+        if kind.fills_grads and not s.params.get("create_graph"):   # (even one that failed
+            held = set(self.held.values())                          # partway, UNSPEC-1)
+            self.stale.update(v for v in self.views if self.counter.get(v) in held)
         hooked = [n for n in kind.hooked_tensors(s) if n in self.stale]
         if hooked:
             self.hooks.update(kind.hook_labels(s))
-        bound = kind.binds(s)
-        shared = kind.shares_version and s.target in self.counter
-        for name in bound:
-            self.counter[name] = self.counter[s.target] if shared else next(self._ids)
-        for names in (self.views, self.stale, self.retaining):
-            names.difference_update(bound)
-        if kind.differentiable_view:
-            self.views.update(bound)
-        self.held.update(self.counter[n] for _, n in kind.holds_grad(s) if n in self.counter)
+        self._bind(s, kind)
         return hooked if hooked and kind.hook_rewrites(s) else []
 
-    def _written(self, counters: set[int | None]) -> None:
-        """A write reached the tensors of these version counters: their views are stale."""
-        self.stale.update(v for v in self.views if self.counter.get(v) in counters)
+    def _bind(self, s: Stmt, kind: Any) -> None:
+        bound = kind.binds(s)
+        shared = kind.shares_counter(s) and s.target in self.counter
+        for name in bound:
+            self.counter[name] = self.counter[s.target] if shared else next(self._ids)
+        for names in (self.views, self.guarded, self.stale, self.retaining):
+            names.difference_update(bound)
+        if kind.makes_view(s):
+            self.views.update(bound)
+            if kind.guarded_view:
+                self.guarded.update(bound)
+        for tensor, name in kind.holds_grad(s):
+            if name in self.counter:
+                self.held[tensor] = self.counter[name]

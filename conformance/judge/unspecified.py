@@ -112,9 +112,7 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
-        self.pass_open.update(self.stale_views.update(s, kind, o, e))
-        if not self.pass_open.isdisjoint(kind.refs(s)):     # a pass through what comes of
-            self.pass_open.update(kind.binds(s))            # it is open too
+        self._pass_open(s, kind, self.stale_views.update(s, kind, o, e))
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
@@ -184,6 +182,19 @@ class Unspecified:
                 self.seeded.update(self.group)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _pass_open(self, s: Stmt, kind: Any, hooked: list[str]) -> None:
+        """A pass through these names is open (UNSPEC-17): the stale views a hook that may
+        change gradients went on, what is computed from them and what they are written into
+        (its storage's names); a name bound afresh from elsewhere is not."""
+        bound = kind.binds(s)
+        if self.pass_open.isdisjoint(kind.refs(s)):
+            self.pass_open.difference_update(bound)
+        else:
+            self.pass_open.update(bound)
+            if kind.writes and s.target:
+                self.pass_open |= self._names(self.group.get(s.target)) | {s.target}
+        self.pass_open.update(hooked)
 
     def _tally(self, s: Stmt, kind: Any) -> None:
         """What later rules count: passes with and without create_graph and the tensors named

@@ -62,8 +62,7 @@ class Function(Kind):
     weight = 8
     since = 19
     aliases = shares_version = True     # Identity's result is a view of its target (FUNC-14)
-    differentiable_view = True          # ... whose history a write through its base leaves
-    #                                     stale (UNSPEC-17; taken so for every Function's)
+    guarded_view = True                 # ... which refuses in-place writes
     doc = ("out = F.<params.fn>.apply(target, *args): a Function of the catalogue "
            "(conformance/lang/functions.py); one that returns two outputs binds params.outs "
            "instead of out; params.legacy calls F.<fn>()(target, *args) (FUNC-15)")
@@ -79,6 +78,13 @@ class Function(Kind):
         if len(outs) != row.outputs or len(set(outs)) != len(outs) or s.out is not None:
             fields.fail(path, "params.outs", f"{row.name} returns {row.outputs} outputs: name "
                         f"each once in params.outs, got {outs!r}")
+
+    def makes_view(self, s):
+        row = ROWS.get(s.params.get("fn"))
+        return row is not None and row.returns_input
+
+    def shares_counter(self, s):
+        return self.makes_view(s)
 
     def binds(self, s):
         return list(s.params.get("outs") or ([s.out] if s.out is not None else []))

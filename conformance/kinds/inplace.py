@@ -90,7 +90,7 @@ class Setitem(Kind):
     weight = 4
     doc = "target[index] = args[0] (a name or a number). params: index"
     caps = ("inplace",)
-    writes = True
+    writes = writes_via_view = True
 
     def check(self, s, path):
         fields.name(s, path, "target")

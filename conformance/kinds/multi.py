@@ -27,7 +27,7 @@ class MultiView(Kind):
     caps = ("view_ops", "multi_views")     # view_ops: implied by views
     weight = 3
     since = 12
-    aliases = shares_version = differentiable_view = True
+    aliases = shares_version = differentiable_view = guarded_view = True
     doc = ("params.outs = target.fn(..., dim=params.kw.dim): fn 'split' (kw size: an int or a "
            "list of ints), 'chunk' (kw chunks) or 'unbind'; one name per output, in order")
 

@@ -81,6 +81,10 @@ class Kind:
     makes_leaf: ClassVar[bool] = False      # what it binds is a leaf (until written in place)
     differentiable_view: ClassVar[bool] = False  # what it binds is a view whose grad_fn torch
     #                                         rebuilds lazily after a write through an alias
+    guarded_view: ClassVar[bool] = False    # ... one that refuses in-place writes (VIEW-7,
+    #                                         FUNC-14): register_hook may refuse it then
+    writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
+    #                                         (t[i] = v): not recorded on a view target
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -144,6 +148,14 @@ class Kind:
         a view an alias wrote gets its new grad_fn then, and a hook registered on it from then
         on is compared (UNSPEC-17)."""
         return []
+
+    def makes_view(self, s: Any) -> bool:
+        """Whether what it binds is a differentiable view of its target (UNSPEC-17)."""
+        return self.differentiable_view
+
+    def shares_counter(self, s: Any) -> bool:
+        """Whether what it binds shares its target's version counter (VER-4, VER-5)."""
+        return self.shares_version
 
     def hooked_tensors(self, s: Any) -> list[str]:
         """Names it registers a hook on through Tensor.register_hook, which does not read

@@ -1188,3 +1188,113 @@ def test_a_hook_statement_on_a_stale_custom_function_view_is_open(torch_engine, 
     assert (o.by_path()["5"].status == "ok") is earlier and e.by_path()["5"].status == "error"
     assert o.by_path()["6"].error == e.by_path()["6"].error == "CUSTOM_VIEW_BASE_INPLACE"
     assert compare(p, o, e) == []
+
+
+# ---- UNSPEC-17: what leaves a view stale, and what is compared around it ---------------------
+_SCALE_H1 = S("hook", out="h1", target="v", params={"behaviour": "scale", "label": "h1",
+                                                     "factor": 2.0})
+
+
+@pytest.mark.parametrize("behaviour", ["record", "scale"])
+def test_an_in_place_op_on_the_view_in_grad_mode_leaves_it_fresh(torch_engine, behaviour):
+    """torch records an in-place op on the view itself with grad mode on: a hook registered
+    after it is bound to its new grad_fn and called (HOOK-11), and compared."""
+    p = _view_then([S("inplace", target="v", args=[1.0], params={"fn": "add_"})])
+    if behaviour == "scale":
+        p.statements[4] = copy.deepcopy(_SCALE_H1)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert compare(p, o, e) == []
+    e.by_path()["7"].hooks = []
+    assert [d.path for d in compare(p, o, e)] == ["7"]
+
+
+@pytest.mark.parametrize("into", ["setitem", "inplace"])
+def test_a_pass_a_rewriting_hook_may_change_is_open_through_what_the_view_is_written_into(
+        torch_engine, into):
+    """`z[1] = v` or `z[1].add_(v)` puts the stale view's scaling hook (dropped by torch
+    2.13, run by refimpl) in z's graph: a pass from z is open too (UNSPEC-17)."""
+    write = ([S("setitem", target="z", args=["v"], params={"index": [1]})] if into == "setitem"
+             else [S("getitem", out="zv", target="z", params={"index": [1]}),
+                   S("inplace", target="zv", args=["v"], params={"fn": "add_"})])
+    p = _view_then([_ADD_B], [], [_H0])
+    p.statements[5:] = [copy.deepcopy(_SCALE_H1),
+                        S("call", out="z", args=["x", 2.0], params={"fn": "mul"}), *write,
+                        S("call", out="s", args=["z"], params={"fn": "sum"}),
+                        S("backward", target="s", params={}), obs("x", "grad")]
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.events[-1].value != e.events[-1].value
+    assert compare(p, o, e) == []
+
+
+def test_a_name_bound_afresh_after_a_rewriting_hook_is_compared(torch_engine):
+    """`v = x * 2` after a scaling hook on the stale view v: a pass through the new v is no
+    pass through the old one, and is compared."""
+    p = _view_then([_ADD_B], [], [_H0])
+    p.statements[5:] = [copy.deepcopy(_SCALE_H1),
+                        S("call", out="v", args=["x", 2.0], params={"fn": "mul"}),
+                        S("call", out="s", args=["v"], params={"fn": "sum"}),
+                        S("backward", target="s", params={}), obs("x", "grad")]
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert compare(p, o, e) == []
+    e.by_path()["9"].value = [[0.0, 0.0], [0.0, 0.0]]
+    assert [d.path for d in compare(p, o, e)] == ["9"]
+
+
+@pytest.mark.parametrize("x_rg", [True, False])
+def test_a_hook_statement_on_a_stale_plain_view_keeps_its_outcome_compared(torch_engine,
+                                                                           x_rg):
+    """Only on an output of a multi-output view or of a custom Function is whether
+    register_hook refuses open: on a plain view its outcome is compared (HOOK-7 included)."""
+    p = _hook_on_a_view_an_alias_wrote(read_first=False)
+    p.statements[0] = leaf("x", [1.0, 2.0, 3.0, 4.0], [2, 2], rg=x_rg)
+    if not x_rg:
+        del p.statements[3]     # h0: refused too
+    at = "5" if x_rg else "4"
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()[at].error == (None if x_rg else "HOOK_NO_REQUIRES_GRAD")
+    assert compare(p, o, e) == []
+    e.by_path()[at].status, e.by_path()[at].error = (("error", "OTHER") if x_rg
+                                                    else ("ok", None))
+    assert (at, "outcome") in [(d.path, d.what) for d in compare(p, o, e)]
+
+
+def test_a_pass_refused_after_adding_into_a_held_grad_leaves_its_views_stale(torch_engine):
+    """A pass that raised may have added into a .grad already (UNSPEC-1): torch 2.13 did (a
+    post-accumulate hook that returns a value raises after it ran), so a view of that .grad
+    is stale and a hook registered on it is open (UNSPEC-17)."""
+    p = Program([leaf("z", [1.0, 2.0], [2], rg=True),
+                 S("call", out="zz", args=["z", "z"], params={"fn": "mul"}),
+                 S("call", out="q", args=["zz"], params={"fn": "sum"}),
+                 S("backward", target="q", params={"create_graph": True}),
+                 S("grad_ref", out="r", target="z"),
+                 S("getitem", out="rv", target="r", params={"index": [0]}),
+                 S("hook", out="h0", target="rv", params={"behaviour": "record", "label": "h0"}),
+                 S("post_hook", out="p", target="z", params={"behaviour": "return",
+                                                             "label": "p"}),
+                 S("call", out="z3", args=["z", 3.0], params={"fn": "mul"}),
+                 S("call", out="q3", args=["z3"], params={"fn": "sum"}),
+                 S("backward", target="q3", params={}), S("remove", target="p"),
+                 S("hook", out="h1", target="rv", params={"behaviour": "record", "label": "h1"}),
+                 S("call", out="y", args=["rv", 3.0], params={"fn": "mul"}),
+                 S("backward", target="y", params={})])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["10"].status == e.by_path()["10"].status == "error"
+    assert o.by_path()["14"].hooks == [] != e.by_path()["14"].hooks
+    assert compare(p, o, e) == []
+
+
+def test_the_output_of_a_function_that_is_no_view_is_compared(torch_engine):
+    """A custom Function's output is a view only where it returns its input (Identity,
+    FUNC-14): a hook on any other after a write to the input is compared."""
+    p = Program([leaf("x", [1.0, 2.0], [2], rg=True),
+                 S("call", out="b", args=["x", 1.0], params={"fn": "mul"}),
+                 S("function", out="f", target="b", params={"fn": "ScaleOut"}),
+                 S("inplace", target="b", args=[1.0], params={"fn": "add_"}),
+                 S("hook", out="h1", target="f", params={"behaviour": "record", "label": "h1"}),
+                 S("call", out="y", args=["f", 3.0], params={"fn": "mul"}),
+                 S("call", out="s", args=["y"], params={"fn": "sum"}),
+                 S("backward", target="s", params={})])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert [c[0] for c in o.by_path()["7"].hooks] == ["h1"] and compare(p, o, e) == []
+    e.by_path()["7"].hooks = []
+    assert [d.path for d in compare(p, o, e)] == ["7"]
