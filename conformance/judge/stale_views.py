@@ -72,11 +72,12 @@ class StaleViews:
         shared = kind.shares_counter(s) and s.target in self.counter
         for name in bound:
             self.counter[name] = self.counter[s.target] if shared else next(self._ids)
+        guarded_target = s.target in self.guarded      # (read first: `r = r[0]`)
         for names in (self.views, self.guarded, self.stale, self.retaining):
             names.difference_update(bound)
         if kind.makes_view(s):
             self.views.update(bound)
-            if kind.guarded_view:
+            if kind.guarded_view or guarded_target:    # a view of one is guarded too
                 self.guarded.update(bound)
         for tensor, name in kind.holds_grad(s):
             if name in self.counter:
