@@ -195,6 +195,25 @@ def test_a_multi_grad_hook_of_mode_all_reads_the_history_of_its_views(differenti
     differential(prog)
 
 
+def _torch_2_13_drops_or_crashes(tmp_path, script: str, hooked: bool, *args: str) -> None:
+    """Run `script` (which prints the hook calls it saw) on torch 2.13.0 in a subprocess:
+    with a hook on the view before the write (`hooked`) it must call none, else crash in
+    register_hook (SIGSEGV). Skipped on another torch, whose bug may be fixed."""
+    import subprocess
+    import sys
+    torch = pytest.importorskip("torch")
+    if torch.__version__.split("+")[0] != "2.13.0":
+        pytest.skip(f"what torch 2.13.0 does (this is {torch.__version__})")
+    path = tmp_path / "probe.py"
+    path.write_text(script)
+    r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
+                       timeout=120)
+    if hooked:
+        assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr[-2000:]
+    else:
+        assert r.returncode == -11, (r.returncode, r.stdout, r.stderr[-2000:])  # SIGSEGV
+
+
 _STALE_VIEW_HOOK = """
 import sys, torch
 write, before, register = sys.argv[1:4]
@@ -235,21 +254,9 @@ def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
     first hook on the view, by register_hook or a multi-grad hook of mode "any", crashes (a
     second retain_grad reads nothing); with one registered before the write, the new one is
     never called. refimpl calls it."""
-    import subprocess
-    import sys
-
     import refimpl
-    torch = pytest.importorskip("torch")
-    if torch.__version__.split("+")[0] != "2.13.0":
-        pytest.skip(f"what torch 2.13.0 does (this is {torch.__version__})")
-    script = tmp_path / "stale.py"
-    script.write_text(_STALE_VIEW_HOOK)
-    r = subprocess.run([sys.executable, str(script), write, before, register.split()[0]],
-                       capture_output=True, text=True, timeout=120)
-    if before == "hook":
-        assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr[-2000:]
-    else:
-        assert r.returncode == -11, (r.returncode, r.stdout, r.stderr[-2000:])  # SIGSEGV
+    _torch_2_13_drops_or_crashes(tmp_path, _STALE_VIEW_HOOK, before == "hook",
+                                 write, before, register.split()[0])
     x = refimpl.ones(2, 3, dtype=refimpl.float64, requires_grad=True)
     b = x * 1
     v = b[0]
@@ -296,21 +303,9 @@ def test_what_torch_2_13_does_with_a_hook_on_a_view_of_a_grad_a_pass_added_into(
     """A backward adding into a .grad in place leaves a view of it stale: torch 2.13 crashes
     registering a first hook on the view, or never calls one registered after an earlier
     one; refimpl calls it."""
-    import subprocess
-    import sys
-
     import refimpl
-    torch = pytest.importorskip("torch")
-    if torch.__version__.split("+")[0] != "2.13.0":
-        pytest.skip(f"what torch 2.13.0 does (this is {torch.__version__})")
-    script = tmp_path / "viewed_grad.py"
-    script.write_text(_VIEWED_GRAD)
-    r = subprocess.run([sys.executable, str(script), "hooked" if hooked else "plain"],
-                       capture_output=True, text=True, timeout=120)
-    if hooked:
-        assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr[-2000:]
-    else:
-        assert r.returncode == -11, (r.returncode, r.stdout, r.stderr[-2000:])  # SIGSEGV
+    _torch_2_13_drops_or_crashes(tmp_path, _VIEWED_GRAD, hooked,
+                                 "hooked" if hooked else "plain")
     z = refimpl.tensor([1.0, 2.0], requires_grad=True)
     (z * z).sum().backward(create_graph=True)
     r, calls = z.grad, []
