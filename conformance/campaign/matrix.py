@@ -81,7 +81,7 @@ def _head(name: str, report, folder: Path, out: Path) -> Column:
     """A column's head, from its campaign's report: counts, problems, notes."""
     col = Column(name, True, version=report.engine_version, device=report.device,
                  folder=_rel(folder, out), programs=report.programs,
-                 divergent=report.divergent, problems=len(report.groups),
+                 divergent=report.divergent, problems=report.problems,
                  groups=[{**g, "repro_engine": _rel(g["repro_engine"], out)}
                          for g in report.groups if g.get("repro_engine")],
                  classes=list(report.classes), by_class=class_counts(report))

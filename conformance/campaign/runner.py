@@ -27,7 +27,7 @@ from typing import Any
 from ..engines import EngineError, capabilities_of, load_engine
 from ..generate import NOT_GENERATED, program_for_seed
 from ..judge.probes import probe_names
-from ..judge.verdict import group
+from ..judge.problems import group
 from ..judge.xfail import Xfail
 from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program

@@ -56,6 +56,7 @@ from ..lang import ops
 from ..lang.program import Program, Stmt, walk_statements
 from ..lang.trace import HARNESS, Event, Trace
 from .executor import names
+from .problems import INTERNAL, not_judged  # noqa: F401 - named from here too
 from .rule import EPS, TOLERANCES, ULPS, close  # noqa: F401 - the rule, named where it is used
 from .segments import UNIT
 from .structure import structural, structure_only
@@ -384,13 +385,3 @@ def is_harness(entry: dict[str, Any]) -> bool:
     """Whether a campaign's entry for a divergent program (report.json) is a harness error,
     which nothing (an expected-failure entry, the oracle's age) may excuse."""
     return entry.get("what") == HARNESS
-
-
-INTERNAL = "internal"   # the `what` of the entry of a program gradspec itself failed on
-
-
-def not_judged(entry: dict[str, Any]) -> bool:
-    """Whether a campaign's entry for a divergent program is gradspec's failure, not the
-    engine's: a harness error, or a program gradspec (or its program source) failed on. Such
-    a program was not judged; nothing excuses it, and it is never counted as divergent."""
-    return entry.get("what") in (HARNESS, INTERNAL)

@@ -375,26 +375,3 @@ def verdict(divergences: list[Any], classes: Iterable[str] | None = None
     if first is None:
         return [], ""
     return ([first.primary] if first.primary else []), first.signature
-
-
-def group(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Divergent programs (report entries) grouped by problem: the same signature under the
-    same primary clause; per group its count, the programs and the smallest of them. Most
-    frequent first, then by signature: the order never depends on timing."""
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for entry in entries:
-        primary = (entry.get("primary") or [""])[0]
-        by.setdefault((entry.get("signature", ""), primary), []).append(entry)
-    out = []
-    for (signature, primary), members in by.items():
-        small = min(members, key=lambda m: (m.get("statements") or 0, m["index"]))
-        out.append({"signature": signature, "primary": primary or None,
-                    "class": small.get("class"), "count": len(members),
-                    "programs": [m["index"] for m in members], "smallest": small["index"],
-                    "program_seed": small.get("program_seed"),
-                    "statements": small.get("statements"), "folder": small.get("folder"),
-                    "repro_engine": small.get("repro_engine"),
-                    "first": small.get("first", "").splitlines()[0] if small.get("first")
-                    else ""})
-    out.sort(key=lambda g: (-g["count"], g["signature"], g["primary"] or ""))
-    return out

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engines import EngineError
 from ..engines.base import Engine
+from ..judge.problems import not_judged
 from ..spec.reader import CLASSES
 
 
@@ -79,15 +80,18 @@ def apply_classes(spec, rows: dict[str, dict[str, Any]], classes: Iterable[str])
 
 
 def class_counts(report: Any) -> dict[str, dict[str, Any]]:
-    """Per class (CLASSES order): claimed, divergent programs, distinct problems, expected
-    failures and programs not compared (the class is not claimed, or the primary clause is
+    """Per class (CLASSES order): claimed, divergent programs and distinct problems (none
+    that gradspec failed on: judge/verdict.py, `not_judged`), expected failures and programs
+    not compared (the class is not claimed, or the primary clause is
     newer than the oracle)."""
     out: dict[str, dict[str, Any]] = {}
     for cls in CLASSES:
         out[cls] = {
             "claimed": cls in report.classes,
-            "divergent_programs": sum(e.get("class") == cls for e in report.divergences),
-            "distinct_problems": sum(g.get("class") == cls for g in report.groups),
+            "divergent_programs": sum(e.get("class") == cls and not not_judged(e)
+                                      for e in report.divergences),
+            "distinct_problems": sum(g.get("class") == cls and not g.get("not_judged")
+                                     for g in report.groups),
             "expected_failures": sum(e.get("class") == cls for e in report.expected_failures),
             "not_applicable": sum(e.get("class") == cls for e in report.not_applicable)}
     return out

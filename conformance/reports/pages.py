@@ -113,7 +113,8 @@ def markdown(spec, clauses: list[str], links: dict[str, str], columns: list[Colu
             out.append(f"  - classes: {_md(classes_text(col))}")
         out += [f"  - {g['count']} x {g['primary'] or '-'} `{g['signature']}`: "
                 f"[smallest program]({g['repro_engine']}) ({g['statements']} statements)"
-                for g in col.groups[:20]]
+                + (" (not judged: gradspec failed on these programs)"
+                   if g.get("not_judged") else "") for g in col.groups[:20]]
         out += [f"  - capability {n}" for n in col.capability_notes]
         out += [f"  - stale expected failure, {s}" for s in col.stale]
         out += [f"  - {col.unjudged}"] if col.unjudged else []

@@ -183,6 +183,12 @@ class Report:
         """Programs the engine diverged on: `divergences` less those gradspec failed on."""
         return sum(not not_judged(d) for d in self.divergences)
 
+    @property
+    def problems(self) -> int:
+        """Distinct problems of the engine: the groups of divergent programs, less those of
+        programs gradspec failed on (not judged)."""
+        return sum(not g.get("not_judged") for g in self.groups)
+
     def unjudged(self) -> str | None:
         """Why the run could not judge the engine, in one line; None if it could."""
         harness = [d for d in self.divergences if is_harness(d)]
@@ -206,7 +212,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["divergent_programs"], d["distinct_problems"] = self.divergent, len(self.groups)
+        d["divergent_programs"], d["distinct_problems"] = self.divergent, self.problems
         d["not_judged_programs"] = len(self.divergences) - self.divergent
         d["crashed_programs"], d["timed_out_programs"] = len(self.crashes), len(self.timeouts)
         d["exit_code"], d["unjudged"] = self.exit_code, self.unjudged()

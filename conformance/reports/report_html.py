@@ -211,7 +211,9 @@ def problem_section(n: int, g: dict[str, Any], entry: dict[str, Any], where: _Fo
     rel = where.rel(g.get("folder", ""))
     head = (f'<div class="problem" id="problem-{n}"><h3>{_e(g["count"])} &times; '
             f'[{_e(g.get("primary") or "-")}] <code>{_e(g["signature"])}</code> '
-            f'{_badge(g.get("class"))}</h3><p>Smallest program: #{_e(g["smallest"])} '
+            f'{_badge(g.get("class"))}'
+            + (" (not judged: gradspec failed on these programs)" if g.get("not_judged") else "")
+            + f'</h3><p>Smallest program: #{_e(g["smallest"])} '
             f'(seed {_e(g["program_seed"])}, {_e(g["statements"])} statements), in '
             f'{where.link(g.get("folder", ""))}; programs '
             f'{_e(", ".join(f"#{i}" for i in g.get("programs", [])))}.</p>'
@@ -264,7 +266,10 @@ def render_report(data: dict[str, Any], here: str | Path) -> str:
     title = (f"gradspec report: {data['engine']} vs {data['oracle']}, "
              f"{data['divergent_programs']} divergent")
     body = [f"<h1>{_e(title)}</h1>", run_section(data), class_section(data),
-            f'<h2 id="problems">Problems ({len(groups)})</h2>',
+            f'<h2 id="problems">Problems ({data.get("distinct_problems", len(groups))}'
+            + (f", and {len(groups) - data['distinct_problems']} group(s) not judged"
+               if len(groups) > data.get("distinct_problems", len(groups)) else "")
+            + ")</h2>",
             problems or "<p>No divergence.</p>",
             _entries("Divergent programs", "divergences", data.get("divergences", []), where),
             _entries("Crashes", "crashes", data.get("crashes", []), where),

@@ -47,7 +47,10 @@ def print_summary(report: Report, out_dir: str | Path) -> None:
     if report.groups:
         print(f"{report.divergent} divergent programs"
               + (f" and {unjudged} not judged" if unjudged else "")
-              + f", {len(report.groups)} distinct problem(s); the smallest program of each:")
+              + f", {report.problems} distinct problem(s)"
+              + (f" and {len(report.groups) - report.problems} group(s) not judged"
+                 if len(report.groups) > report.problems else "")
+              + "; the smallest program of each:")
     for g in report.groups[:20]:
         print(f"  {g['count']} x [{g['primary'] or '-'}] {g['signature']}: #{g['smallest']} "
               f"({g['statements']} statements) {g['first']}\n      repro: {g['repro_engine']}")

@@ -130,10 +130,32 @@ def test_a_gradspec_bug_is_reported_not_hidden(tmp_path, capsys):
     assert "could not judge 2 program(s): gradspec failed" in report.unjudged()
     data = report.to_json()
     assert (data["divergent_programs"], data["not_judged_programs"]) == (0, 2)
+    assert data["distinct_problems"] == 0 and report.problems == 0     # not the engine's
+    assert [(g["count"], g.get("not_judged")) for g in report.groups] == [(2, True)]
+    assert all(n["divergent_programs"] == n["distinct_problems"] == 0
+               for n in data["by_class"].values())
     print_summary(report, tmp_path)
     out = capsys.readouterr().out
     assert "4 programs, 0 divergent, 2 not judged (gradspec failed on them), 0 crashed" in out
-    assert "0 divergent programs and 2 not judged, 1 distinct problem(s)" in out
+    assert ("0 divergent programs and 2 not judged, 0 distinct problem(s) and 1 group(s) not "
+            "judged" in out)
+    from conformance.reports.report_html import render_report
+    page = render_report(data, tmp_path)
+    assert "Problems (0, and 1 group(s) not judged)" in page
+    assert "(not judged: gradspec failed on these programs)" in page
+
+
+def test_a_problem_of_the_engine_is_never_grouped_with_programs_gradspec_failed_on():
+    """Entries of one signature and primary clause are one problem only when all were judged:
+    programs gradspec could not judge (a harness error, a program it failed on) make groups of
+    their own, flagged."""
+    from conformance.judge.problems import group
+    entries = [{"index": i, "what": what, "signature": "sig", "primary": ["LEAF-1"],
+                "statements": 3} for i, what in enumerate(("value", "internal", "harness",
+                                                            "value"))]
+    groups = group(entries)
+    assert sorted((g["programs"], g.get("not_judged", False)) for g in groups) == [
+        ([0, 3], False), ([1, 2], True)]
 
 
 def _unbound_name(seed, capabilities=None, size=20):

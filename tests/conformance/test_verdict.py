@@ -15,7 +15,8 @@ from conformance.engines.torchlike import ALL_CAPABILITIES, TorchLike
 from conformance.judge.compare import compare
 from conformance.judge.defining import ALLOWS, CITED, DEFINES
 from conformance.judge.executor import execute
-from conformance.judge.verdict import group, lead, verdict
+from conformance.judge.problems import group
+from conformance.judge.verdict import lead, verdict
 from conformance.lang.program import Program
 from conformance.lang.program import Stmt as S
 from conformance.lang.trace import Event, Trace
