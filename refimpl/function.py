@@ -92,6 +92,10 @@ class Function:
     @classmethod
     def apply(cls, *args):
         ctx = FunctionCtx(args)
+        record = grad_mode.enabled[0] and any(ctx.needs_input_grad)
+        # the inputs' edges are taken before forward runs, as torch does: a view forward
+        # writes (FUNC-11) would otherwise have its history read after the write
+        edges = tuple(edge(a) for a in args if isinstance(a, Tensor)) if record else ()
         with grad_mode.no_grad():  # FUNC-1, FUNC-3
             if cls.setup_context is not Function.setup_context:
                 result = cls.forward(*args)
@@ -102,8 +106,7 @@ class Function:
         for d in ctx._dirty:
             if not any(d is o for o in outs):
                 raise errors.dirty_not_returned()  # FUNC-11
-        record = grad_mode.enabled[0] and any(ctx.needs_input_grad)
-        node = _node(cls, ctx, args, outs) if record else None
+        node = _node(cls, ctx, args, outs, edges) if record else None
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
             node.save(*(None if t is None else saved_hooks.hook(  # names the node (VER-7)
@@ -119,9 +122,8 @@ def _saved(t, node):
     return value
 
 
-def _node(cls, ctx, args, outs):
+def _node(cls, ctx, args, outs, edges):
     tensors = [a for a in args if isinstance(a, Tensor)]
-    edges = tuple(edge(t) for t in tensors)
     node = FunctionNode(cls.__name__ + "Backward", run_backward, edges,
                         tuple((t._data.shape, t._dtype) if e[0] is not None else None
                               for t, e in zip(tensors, edges, strict=True)), ctx)
@@ -145,8 +147,17 @@ def _output(node, i, o, ctx, args):
         if node is None and o.requires_grad:    # not recorded: a detached alias (FUNC-11)
             return o.detach()
         if node is not None:
-            if o._grad_fn is None and o._base is None and o._requires_grad:
+            # torch checks after forward wrote it and the bump above (UNSPEC-11: what it
+            # holds then): a leaf by the stored field, as a view made under no_grad of a
+            # tensor that requires grad is (MODE-9), then a view as an in-place op's target
+            if o._grad_fn is None and o.requires_grad:
                 raise errors.dirty_leaf()
+            if o._base is not None and o._view_no_grad:
+                # FUNC-14, VIEW-7: an output of a multi-output view or of a custom Function
+                raise errors.no_grad_view_inplace(o._grad_fn, False, o._view_no_grad,
+                                                  o._output_nr)
+            if o._base is not None and o._base.is_leaf and o._base.requires_grad:
+                raise errors.view_of_leaf_inplace()  # INPLACE-2
             if o._base is not None and (i > 0 or args[0] is not o):
                 raise NotImplementedError("refimpl: mark_dirty on a view that is not the "
                                           "first argument and output")

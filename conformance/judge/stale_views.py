@@ -5,7 +5,9 @@ torch rebuilds a view's grad_fn lazily after a write it did not record on the vi
 through a tensor that shares its version counter (its base, another view, a detach() of one;
 not `.data`, which has its own, VER-6), an indexed assignment into the view, an in-place op on
 the view with grad mode off (taken here for any inside a grad-mode block: the comparator does
-not follow the mode) and a backward adding into the `.grad` it is a view of. The next read of
+not follow the mode), a custom Function's forward writing what apply then refuses (FUNC-11:
+`Kind.wrote_if_refused`; any other refused write wrote nothing) and a backward adding into the
+`.grad` it is a view of. The next read of
 its grad_fn rebuilds it (`Kind.reads_history`). Until then a hook put on the view through
 Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes registering it,
 or never calls it when the view had a hook before the write; on an output of a multi-output
@@ -52,8 +54,10 @@ class StaleViews:
         for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
             self.held.pop(name or "", None)     # what held its .grad is no .grad now
         if kind.writes:
-            if "ok" in (o.status, e.status):    # (a write refused on both sides wrote nothing)
-                unrecorded = kind.writes_via_view or "." in (o.path or "")
+            refused = "ok" not in (o.status, e.status)
+            if not refused or kind.wrote_if_refused(s):    # (a write refused on both sides
+                # wrote nothing, but a dirty Function's forward, FUNC-11, wrote before it)
+                unrecorded = refused or kind.writes_via_view or "." in (o.path or "")
                 c = self.counter.get(s.target or "")
                 self.stale.update(v for v in self.views if self.counter.get(v) == c and (
                     v != s.target or unrecorded))

@@ -139,9 +139,10 @@ class Unspecified:
         if kind.writes:
             self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
-            if {"INFERENCE_INPLACE", "DIRTY_LEAF"} & {o.error, e.error}:
-                # a refused write to an inference tensor (UNSPEC-10), or to a leaf a custom
-                # Function marked dirty (UNSPEC-11), may have written it or not
+            if "INFERENCE_INPLACE" in (o.error, e.error) or (
+                    "error" in (o.status, e.status) and kind.wrote_if_refused(s)):
+                # a refused write to an inference tensor (UNSPEC-10), or to a tensor a
+                # custom Function marked dirty (UNSPEC-11), may have written it or not
                 self.open |= self._names(g) | {s.target}
             if g in self.stored:            # a write to a gradient tensor or a view of it, which
                 self.lost.update(self.stored[g])    # a .grad a pass reached through views

@@ -198,6 +198,10 @@ class DirtyFunction(Kind):
     def binds(self, s):
         return [s.target] if s.target is not None else []
 
+    def wrote_if_refused(self, s):
+        return not s.params.get("legacy")   # apply refuses after forward wrote (FUNC-11); a
+        #                                     legacy call raises before forward (FUNC-15)
+
     def run(self, x, s, ev, path):
         x.env[s.target] = _run(x, s)
 

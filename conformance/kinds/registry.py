@@ -96,6 +96,11 @@ class Kind:
         """Names the statement (re)binds."""
         return [s.out] if s.out is not None else []
 
+    def wrote_if_refused(self, s: Any) -> bool:
+        """Whether a statement that writes may have written though it raised (a dirty
+        Function's forward runs before apply refuses, FUNC-11); others raise first."""
+        return False
+
     def needs(self, s: Any) -> list[str]:
         """The capabilities this one statement needs (its kind's, plus any its params add)."""
         return list(self.caps)
