@@ -6,6 +6,8 @@ so a failure means an engine got the specified part wrong.
 """
 import pytest
 
+from tests.differential.test_function import _twice
+
 
 def f64(torch, rows, requires_grad=False):
     return torch.tensor(rows, dtype=torch.float64, requires_grad=requires_grad)
@@ -228,9 +230,25 @@ elif before == "retain_grad":
 def off(mode):
     with mode():
         v.add_(1.0)
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        t.mul_(2.0)
+        ctx.mark_dirty(t)
+        return t
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+def refused(t):
+    try:
+        Twice.apply(t)
+    except RuntimeError:
+        return
+    raise AssertionError("apply should refuse an output of split")
 {"base": lambda: b.add_(1.0), "another view": lambda: b[1].mul_(2.0),
  "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0),
- "no_grad": lambda: off(torch.no_grad), "inference": lambda: off(torch.inference_mode)}[write]()
+ "no_grad": lambda: off(torch.no_grad), "inference": lambda: off(torch.inference_mode),
+ "a refused dirty Function": lambda: refused(b.split(1)[1])}[write]()
 if before == "retain_grad":
     v.retain_grad()             # retains already: reads nothing
 if register == "hook":
@@ -247,13 +265,14 @@ print(calls)
 @pytest.mark.parametrize("register", ["hook", "multi any"])
 @pytest.mark.parametrize("before", ["nothing", "hook", "retain_grad"])
 @pytest.mark.parametrize("write", ["base", "another view", "a detach", "setitem", "no_grad",
-                                   "inference"])
+                                   "inference", "a refused dirty Function"])
 def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
         write, before, register, tmp_path):
     """What UNSPEC-17 leaves open, as torch 2.13 gets it wrong (pytorch/pytorch#196459): a
     first hook on the view, by register_hook or a multi-grad hook of mode "any", crashes (a
     second retain_grad reads nothing); with one registered before the write, the new one is
-    never called. refimpl calls it."""
+    never called. refimpl calls it. (A dirty Function that apply refuses, FUNC-11, wrote
+    through another view before it raised.)"""
     import refimpl
     _torch_2_13_drops_or_crashes(tmp_path, _STALE_VIEW_HOOK, before == "hook",
                                  write, before, register.split()[0])
@@ -266,10 +285,15 @@ def test_what_torch_2_13_does_with_a_hook_on_a_view_whose_history_is_stale(
     def off(mode):
         with mode():
             v.add_(1.0)
+
+    def refused(t):
+        with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            _twice(refimpl).apply(t)
     {"base": lambda: b.add_(1.0), "another view": lambda: b[1].mul_(2.0),
      "a detach": lambda: b.detach().add_(1.0), "setitem": lambda: v.__setitem__(0, 5.0),
      "no_grad": lambda: off(refimpl.no_grad),
-     "inference": lambda: off(refimpl.inference_mode)}[write]()
+     "inference": lambda: off(refimpl.inference_mode),
+     "a refused dirty Function": lambda: refused(b.split(1)[1])}[write]()
     if register == "hook":
         v.register_hook(lambda g: calls.append("after"))
     else:
