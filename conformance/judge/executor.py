@@ -56,6 +56,7 @@ class _Run:
         # removes, those emitted since it began, so a block's are its own, not its body's
         self.caught: list[warnings.WarningMessage] = []
         self.failed: list[segments.Failed] = []     # units that failed as they ran
+        self.labels: dict[str, str] = {}    # hook label -> the path of the statement giving it
 
     def release(self) -> None:
         """Let go of what the program made, once its trace is taken. The hooks it registered
@@ -84,6 +85,17 @@ class _Run:
         for i, s in enumerate(stmts):
             self.stmt(s, f"{prefix}{i}")
 
+    def _label(self, labels: list[str], path: str) -> None:
+        """A hook's calls are told apart by its label: two hooks with one label would mix
+        theirs. Program files and program sources are validated (lang/validate.py); a program
+        built in Python and run directly is checked here (a unit traced twice runs one
+        statement twice: the same path is no second hook)."""
+        for label in labels:
+            first = self.labels.setdefault(label, path)
+            if first != path:
+                raise HarnessError(f"statement {path}: params.label: {label!r} labels the hook "
+                                   f"of statement {first} too")
+
     def stmt(self, s: Stmt, path: str) -> None:
         if self.on_statement is not None:
             self.on_statement(path)
@@ -94,6 +106,9 @@ class _Run:
             if kind is None:
                 raise HarnessError(f"statement {path}: unknown op {s.op!r}")
             kind.check(s, path)
+            labels = kind.hook_labels(s)
+            if labels:
+                self._label(labels, path)
             names = kind.refs(s)
         except HarnessError as exc:
             self._harness(s, ev, exc)

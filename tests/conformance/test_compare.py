@@ -303,6 +303,26 @@ def test_harness_errors_are_reported_never_compared_equal(torch_engine):
             assert str(found[0]).startswith(f"statement 2 ({bad.op}): harness error: "), what
 
 
+@pytest.mark.parametrize("second", [
+    S("hook", out="h2", target="x", params={"behaviour": "record", "label": "h"}),
+    S("post_hook", out="h", target="x", params={}),     # labelled by its out name
+])
+def test_a_program_built_in_python_with_two_hooks_under_one_label_is_a_harness_error(
+        torch_engine, second):
+    """A hook's calls are told apart by its label, so two hooks with one label would mix
+    theirs (and an open one could hide the other's). Program files are refused by validate;
+    a program built in Python is run without it, and the executor refuses the second hook."""
+    p = Program([leaf("x", [1.0, 2.0], [2], rg=True),
+                 S("hook", out="h1", target="x", params={"behaviour": "record", "label": "h"}),
+                 second, S("call", out="s", args=["x"], params={"fn": "sum"}),
+                 S("backward", target="s", params={})])
+    for engine in (torch_engine, load_engine("refimpl")):
+        o, e = execute(p, torch_engine), execute(p, engine)
+        assert o.by_path()["2"].status == "harness"
+        assert "'h' labels the hook of statement 1 too" in o.by_path()["2"].message
+        assert [(d.path, d.what) for d in compare(p, o, e)] == [("2", "harness")]
+
+
 def test_harness_errors_come_first(torch_engine):
     p = Program([leaf("x", [1.0, 2.0], [2]), obs("x", "value"), obs("x", "valu")])
     o, e = traces(p, torch_engine)
