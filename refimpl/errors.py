@@ -312,6 +312,17 @@ def dirty_not_returned():  # FUNC-11
                         "outputs of the Function.")
 
 
+def dirty_view_outputs():  # FUNC-11
+    return RuntimeError(
+        "If your Function modifies inplace an input that is a view of another Tensor, your "
+        "Function cannot return more than one Tensor. This is not supported by the current "
+        "autograd engine. You should either make sure the input is not a view (using .clone() "
+        "for example) or make your Function only return one Tensor (potentially splitting it "
+        "into two Functions: one doing the inplace that returns a single Tensor and a second "
+        "one that does the other operations). You can ask on the forum "
+        "https://discuss.pytorch.org/ if you need help to do this change.")
+
+
 def dirty_leaf():  # FUNC-11
     return RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                         "operation.")

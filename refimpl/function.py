@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 
 from . import errors, grad_mode, saved_hooks
-from .node import Node, SavedValue
+from .node import AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
 from .tensor import Tensor, edge, wrap
 
@@ -44,10 +45,14 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        """The saved tensors, checked for writes since (VER-7) and for being freed (FREE-1)."""
-        if self._node is None:
+        """The saved tensors, checked for writes since (VER-7) and for being freed (FREE-1).
+        One a pack hook packed is what unpack returned, given the saved tensor's place in the
+        graph (SAVED-12), as torch makes a new variable of it with the saved one's edge."""
+        node = self._node
+        if node is None:
             return self._to_save
-        return self._node.unpack()
+        return tuple(_on_graph(v, s, node) for v, s in zip(node.unpack(), node.saved,
+                                                            strict=True))
 
 
 class FunctionNode(Node):
@@ -109,9 +114,37 @@ class Function:
         node = _node(cls, ctx, args, outs, edges) if record else None
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
-            node.save(*(None if t is None else saved_hooks.hook(  # names the node (VER-7)
-                        _saved(t, node), t, tensors=True) for t in ctx._to_save))
+            node.save(*(None if t is None else _hooked(t, node)  # names the node (VER-7)
+                        for t in ctx._to_save))
         return outs if isinstance(result, tuple) else outs[0]
+
+
+def _hooked(t, node):
+    """t saved by node, packed by the hooks in force (SAVED-1); a packed one keeps the edge
+    its unpacked value gets (SAVED-12): the node itself (as its output number) for one of its
+    own outputs, which would otherwise hold the node from its own saved values."""
+    value = saved_hooks.hook(_saved(t, node), t, tensors=True)
+    if isinstance(value, saved_hooks.HookedValue):
+        value.edge = ("node", t._output_nr) if t._grad_fn is node else edge(t)
+    return value
+
+
+def _on_graph(value, s, node):
+    """What ctx.saved_tensors gives for saved value s, unpacked as `value`: a tensor a pack
+    hook packed as a new tensor of the unpacked data on the saved tensor's edge (SAVED-12);
+    any other as it is."""
+    if s is None or s.edge is None or not isinstance(s, saved_hooks.HookedValue):
+        return value
+    fn, nr = s.edge
+    t = wrap(value._be, value._data, value._vc)
+    if isinstance(fn, str):                 # ("node", its output number)
+        t._grad_fn, t._output_nr = node, nr
+    elif isinstance(fn, AccumulateGrad):    # a leaf's: as the leaf is now (DOUBLE-1)
+        if fn.variable._requires_grad:
+            t._requires_grad, t._accumulator = True, weakref.ref(fn)
+    elif fn is not None:
+        t._grad_fn, t._output_nr = fn, nr
+    return t
 
 
 def _saved(t, node):
@@ -152,15 +185,17 @@ def _output(node, i, o, ctx, args):
             # tensor that requires grad is (MODE-9), then a view as an in-place op's target
             if o._grad_fn is None and o.requires_grad:
                 raise errors.dirty_leaf()
+            if o._base is not None and node.n_outputs > 1:
+                raise errors.dirty_view_outputs()   # FUNC-11, before the view's own checks
             if o._base is not None and o._view_no_grad:
                 # FUNC-14, VIEW-7: an output of a multi-output view or of a custom Function
                 raise errors.no_grad_view_inplace(o._grad_fn, False, o._view_no_grad,
                                                   o._output_nr)
             if o._base is not None and o._base.is_leaf and o._base.requires_grad:
                 raise errors.view_of_leaf_inplace()  # INPLACE-2
-            if o._base is not None and (i > 0 or args[0] is not o):
+            if o._base is not None and args[0] is not o:    # (UNSPEC-11: torch routes the
                 raise NotImplementedError("refimpl: mark_dirty on a view that is not the "
-                                          "first argument and output")
+                                          "first argument")   # gradients oddly there)
             rebase_history(o, node)
             o._output_nr = i
             o._grad = None      # its .grad is dropped; its hooks and retains_grad stay

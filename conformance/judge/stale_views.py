@@ -55,8 +55,9 @@ class StaleViews:
             self.held.pop(name or "", None)     # what held its .grad is no .grad now
         if kind.writes:
             refused = "ok" not in (o.status, e.status)
-            if not refused or kind.wrote_if_refused(s):    # (a write refused on both sides
-                # wrote nothing, but a dirty Function's forward, FUNC-11, wrote before it)
+            # (a write refused on both sides wrote nothing, but a dirty Function's forward
+            # wrote before apply refused it, FUNC-11)
+            if not refused or kind.wrote_if_refused(s, (o.error, e.error)):
                 unrecorded = refused or kind.writes_via_view or "." in (o.path or "")
                 c = self.counter.get(s.target or "")
                 self.stale.update(v for v in self.views if self.counter.get(v) == c and (

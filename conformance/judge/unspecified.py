@@ -140,7 +140,7 @@ class Unspecified:
             self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
             if "INFERENCE_INPLACE" in (o.error, e.error) or (
-                    "error" in (o.status, e.status) and kind.wrote_if_refused(s)):
+                    kind.wrote_if_refused(s, (o.error, e.error))):
                 # a refused write to an inference tensor (UNSPEC-10), or to a tensor a
                 # custom Function marked dirty (UNSPEC-11), may have written it or not
                 self.open |= self._names(g) | {s.target}

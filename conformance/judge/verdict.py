@@ -21,9 +21,10 @@ exercises; else the general rule. The involved clauses (the slice, `Divergence.c
 kept beside it.
 
 The signature names the kind of problem, with the values normalised away, so that the same
-problem in different programs groups together (`group`): the statement's kind and op, the
-observable, the oracle's outcome and the engine's, one token `kind[.op]/observable/oracle/
-engine`, e.g. `backward/outcome/GRAPH_FREED/ok` or `observe/grad/None/tensor`.
+problem in different programs groups together (judge/problems.py, `group`): the statement's
+kind and op, the observable, the oracle's outcome and the engine's, one token
+`kind[.op]/observable/oracle/engine`, e.g. `backward/outcome/GRAPH_FREED/ok` or
+`observe/grad/None/tensor`.
 
 Each compared divergence also gets its conformance class (spec/README.md): by what differs
 where that decides it (defining.py, CLASS_OF_DIFFERENCE: a warning, a node name, the edges,

@@ -181,6 +181,12 @@ def emit_apply(g: Any, row: Fn, a: T, b: T | None = None, expect: str | None = N
     return t
 
 
+# the errors apply raises for a dirty target after forward wrote it (FUNC-11: those of an
+# in-place op on the same target, and DIRTY_LEAF for a leaf)
+APPLY_REFUSALS = frozenset({"DIRTY_LEAF", "VIEW_OF_LEAF_INPLACE", "CUSTOM_VIEW_INPLACE",
+                            "NO_GRAD_VIEW_INPLACE", "INFERENCE_VIEW_INPLACE"})
+
+
 @kind
 class DirtyFunction(Kind):
     name = "dirty_function"
@@ -198,9 +204,11 @@ class DirtyFunction(Kind):
     def binds(self, s):
         return [s.target] if s.target is not None else []
 
-    def wrote_if_refused(self, s):
-        return not s.params.get("legacy")   # apply refuses after forward wrote (FUNC-11); a
-        #                                     legacy call raises before forward (FUNC-15)
+    def wrote_if_refused(self, s, errors):
+        # apply's own refusals come after forward wrote (FUNC-11); a legacy call raises
+        # before forward runs (FUNC-15), and forward's own write may fail (an expanded or bool
+        # target): then nothing was written
+        return not s.params.get("legacy") and not APPLY_REFUSALS.isdisjoint(errors)
 
     def run(self, x, s, ev, path):
         x.env[s.target] = _run(x, s)

@@ -96,9 +96,10 @@ class Kind:
         """Names the statement (re)binds."""
         return [s.out] if s.out is not None else []
 
-    def wrote_if_refused(self, s: Any) -> bool:
-        """Whether a statement that writes may have written though it raised (a dirty
-        Function's forward runs before apply refuses, FUNC-11); others raise first."""
+    def wrote_if_refused(self, s: Any, errors: tuple[str | None, ...]) -> bool:
+        """Whether a statement that writes may have written though it raised the error kinds
+        `errors` (the oracle's, the engine's): a dirty Function's forward runs before apply
+        refuses its target (FUNC-11); others raise first."""
         return False
 
     def needs(self, s: Any) -> list[str]:

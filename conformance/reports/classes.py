@@ -81,7 +81,7 @@ def apply_classes(spec, rows: dict[str, dict[str, Any]], classes: Iterable[str])
 
 def class_counts(report: Any) -> dict[str, dict[str, Any]]:
     """Per class (CLASSES order): claimed, divergent programs and distinct problems (none
-    that gradspec failed on: judge/verdict.py, `not_judged`), expected failures and programs
+    that gradspec failed on: judge/problems.py, `not_judged`), expected failures and programs
     not compared (the class is not claimed, or the primary clause is
     newer than the oracle)."""
     out: dict[str, dict[str, Any]] = {}

@@ -172,7 +172,9 @@ def page(spec, clauses: list[str], links: dict[str, str], columns: list[Column],
                     for col in columns for s in col.stale)
     stale += "".join(f"<li>{e(col.engine)}: {g['count']} x {e(g['primary'] or '-')} "
                      f"<code>{e(g['signature'])}</code>: <a href=\"{e(g['repro_engine'])}\">"
-                     f"smallest program</a> ({g['statements']} statements)</li>"
+                     f"smallest program</a> ({g['statements']} statements)"
+                     + (" (not judged: gradspec failed on these programs)"
+                        if g.get("not_judged") else "") + "</li>"
                      for col in columns for g in col.groups[:20])
     return "\n".join([
         "<!DOCTYPE html>", "<html lang=\"en\">", "<head>", "<meta charset=\"utf-8\">",

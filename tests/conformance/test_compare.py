@@ -1067,6 +1067,30 @@ def test_what_a_refused_dirty_function_wrote_is_open(torch_engine, write, is_ope
     assert [d.path for d in compare(p, o, e)] == ([] if is_open else ["4", "5"])
 
 
+@pytest.mark.parametrize("target, error", [
+    (S("view", out="e", target="b", params={"fn": "expand", "kw": {"size": [2, 2]}}),
+     "SELF_OVERLAPPING_WRITE"),
+    (S("call", out="e", args=["b", 0.0], params={"fn": "gt"}), "OTHER"),
+])
+def test_a_dirty_function_whose_forward_failed_to_write_leaves_everything_compared(
+        torch_engine, target, error):
+    """Only apply's own refusals come after forward wrote (FUNC-11). Where forward's own
+    in-place op fails (an expanded target, INPLACE-18; a bool one it cannot cast into),
+    nothing was written: what follows is compared as after any refused write."""
+    p = Program([leaf("x", [1.0, 2.0], [2], rg=True),
+                 S("call", out="b", args=["x", 1.0], params={"fn": "mul"}), target,
+                 S("dirty_function", target="e", params={"fn": "ScaleDirty"}),
+                 S("call", out="y", args=["b", 3.0], params={"fn": "mul"}),
+                 S("call", out="s", args=["y"], params={"fn": "sum"}),
+                 S("backward", target="s", params={}),
+                 obs("x", "grad"), obs("b", "value"), obs("y", "value")])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["3"].error == error and compare(p, o, e) == []
+    for path, wrong in (("7", [99.0, 99.0]), ("8", [5.0, 5.0]), ("9", [7.0, 7.0])):
+        e.by_path()[path].value = wrong
+    assert [d.path for d in compare(p, o, e)] == ["7", "8", "9"]
+
+
 def test_a_legacy_dirty_call_wrote_nothing_and_leaves_its_target_compared(torch_engine):
     """F.ScaleDirty()(t) raises before forward runs (FUNC-15): unlike a refused apply, what t
     holds after is compared."""

@@ -235,3 +235,24 @@ def test_under_all_only_a_builtin_that_is_not_installed_is_excused(monkeypatch, 
         monkeypatch.setattr(matrix_module, "run_matrix", lambda *a, c=case, **k: columns[c])
         assert main(["matrix", "--engines", "all", "--quiet", "--out", str(tmp_path)]) == want
     assert "could not judge my-plugin" in capsys.readouterr().err
+
+
+def test_a_group_gradspec_could_not_judge_is_marked_on_both_pages():
+    """A column's problems are listed under the table; a group of programs gradspec failed on
+    is not the engine's and says so, on the HTML page as in the Markdown."""
+    from conformance.reports.pages import Column, markdown, page
+    from conformance.specdoc import load_spec
+    groups = [{"count": 2, "primary": None, "signature": "3/harness/-/-", "statements": 4,
+               "repro_engine": "x/repro.py", "not_judged": True},
+              {"count": 1, "primary": "LEAF-1", "signature": "observe/grad/None/tensor",
+               "statements": 3, "repro_engine": "y/repro.py"}]
+    col = Column("refimpl", True, version="1", device="cpu", folder="refimpl", programs=3,
+                 divergent=1, problems=1, groups=groups)
+    meta = {"oracle": "torch", "oracle_version": "2.13.0", "spec": "2.0.0", "count": 3,
+            "size": 20, "seed": 0, "device": "cpu"}
+    for text in (page(load_spec(), [], {}, [col], meta),
+                 markdown(load_spec(), [], {}, [col], meta)):
+        lines = [ln for ln in text.replace("<li>", "\n").splitlines()
+                 if "smallest program" in ln]
+        marked = [("not judged: gradspec failed" in ln) for ln in lines]
+        assert marked == [True, False], lines

@@ -948,7 +948,16 @@ _REFUSED_DIRTY = {
                         "CUSTOM_VIEW_INPLACE"),
     "a no_grad view of a non-leaf": (lambda torch, leaf, nl: _no_grad_view(torch, nl),
                                      "DIRTY_LEAF"),
+    "a view of a no_grad view": (lambda torch, leaf, nl: _no_grad_view(torch, nl)[:1],
+                                 "NO_GRAD_VIEW_INPLACE"),
+    "a view of an inference-mode view": (
+        lambda torch, leaf, nl: _inference_view(torch, nl).view(-1), "INFERENCE_VIEW_INPLACE"),
 }
+
+
+def _inference_view(torch, t):
+    with torch.inference_mode():
+        return t.narrow(0, 0, 1)
 
 
 def _no_grad_view(torch, t):
@@ -962,9 +971,10 @@ def test_a_dirty_tensor_an_in_place_op_is_refused_on_is_refused(differential, ta
     """With grad mode on, a dirty tensor is checked as an in-place op's target is, after
     forward wrote it: a view of a leaf that requires grad raises VIEW_OF_LEAF_INPLACE, an
     output of a multi-output view or of a Function that returned its input (or a view of one)
-    CUSTOM_VIEW_INPLACE, and a view made under no_grad of a tensor that requires grad, a leaf
-    (MODE-9), DIRTY_LEAF. With grad mode off each is written. (What a refused one holds after
-    and its version are open, UNSPEC-11: not logged.)"""
+    CUSTOM_VIEW_INPLACE, a view of a view made under no_grad or in inference mode
+    NO_GRAD_VIEW_INPLACE or INFERENCE_VIEW_INPLACE, and a view made under no_grad of a tensor
+    that requires grad, a leaf (MODE-9), DIRTY_LEAF. With grad mode off each is written.
+    (What a refused one holds after and its version are open, UNSPEC-11: not logged.)"""
     make, error = _REFUSED_DIRTY[target]
 
     def prog(torch, log):
@@ -986,3 +996,35 @@ def test_a_dirty_tensor_an_in_place_op_is_refused_on_is_refused(differential, ta
     recorded = [k for k in entries if k.endswith("-d")]
     assert len(recorded) == 4 and all(entries[k] == ("raises", error) for k in recorded)
     assert all(entries[k + " under no_grad"] == "ok" for k in recorded)
+
+
+@pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("target", ["a view of a non-leaf", "a view of a leaf", "split output"])
+def test_a_dirty_view_in_a_function_of_two_outputs_is_refused(differential, target):
+    """A dirty view in a Function that returns more than one tensor raises DIRTY_VIEW_OUTPUTS,
+    before the checks of the view itself; a dirty tensor that is no view may be one of
+    several outputs."""
+    def prog(torch, log):
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 6
+
+        for dname, dt in _dtypes(torch).items():
+            leaf = torch.tensor([1.0, 2.0, 3.0], dtype=dt, requires_grad=True)
+            v = (leaf[1:] if target == "a view of a leaf" else
+                 (leaf * 1).split(2)[0] if target == "split output" else (leaf * 1)[1:])
+            log.attempt(f"{dname} view", lambda v=v: Two.apply(v))
+            h = leaf * 1
+            a, b = Two.apply(h)
+            (a + b).sum().backward()
+            log(f"{dname} no view", [a is h, h._version, leaf.grad])
+    entries = dict(differential(prog).entries)
+    assert [entries[f"{d} view"] for d in ("float32", "float64")] == [
+        ("raises", "DIRTY_VIEW_OUTPUTS")] * 2

@@ -472,6 +472,46 @@ def test_unpacked_value_stands_for_the_saved_tensor_under_create_graph(different
     differential(prog)
 
 
+@pytest.mark.clause("SAVED-12")
+@pytest.mark.parametrize("keep", ("clone", "detach", "itself"))
+@pytest.mark.parametrize("saved", ("a leaf input", "a non-leaf input", "its output"))
+def test_a_custom_functions_unpacked_value_stands_for_the_saved_tensor(differential, keep,
+                                                                        saved):
+    """What a custom Function's backward reads from ctx.saved_tensors under hooks is recorded
+    as the saved tensor itself under create_graph, whatever pack did to it, so that its second
+    derivative flows: for a saved input, to its history; for its own output, through the
+    Function's node again."""
+    def prog(torch, log):
+        class Cube(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                out = a * a * a
+                ctx.save_for_backward(out if saved == "its output" else a)
+                return out
+
+            @staticmethod
+            def backward(ctx, g):
+                s, = ctx.saved_tensors
+                if saved == "its output":       # d(a^3)/da = 3 a^2 = 3 out^(2/3)
+                    return 3 * s.abs() ** (2 / 3) * g
+                return 3 * s * s * g
+
+        for dt in (torch.float32, torch.float64):
+            for shape in SHAPES:
+                x = torch.full(shape, 0.5, dtype=dt, requires_grad=True) + torch.zeros(
+                    shape, dtype=dt)
+                x = x.detach().requires_grad_()
+                a = x if saved == "a leaf input" else x * 2
+                calls = []
+                with _recording_hooks(torch, calls, keep):
+                    y = Cube.apply(a)
+                g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+                label = f"{dt} {shape}"
+                log(label + " first", [g, g.requires_grad])
+                log(label + " second", torch.autograd.grad(g.sum(), x)[0])
+    differential(prog)
+
+
 @pytest.mark.clause("UNSPEC-13")
 def test_what_is_left_open_leaves_the_rest_specified(differential):
     def prog(torch, log):
