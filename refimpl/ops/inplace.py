@@ -123,6 +123,8 @@ def rebase_history(t: Tensor, node: Node) -> Tensor:
               ((base._data.shape, base._dtype),) + node.in_meta[1:], (node, t._view_chain, t._be))
     moved_history(base, base._grad_fn, cs)
     base._grad_fn = cs
+    if t._retains_grad and t._grad_fn is not None:  # torch moves it from the view's own old
+        t._grad_fn.retain(t._output_nr, None)       # node; it never stores `node` on the view
     t._grad_fn = node
     # regenerated as AsStridedBackward0 at once, as torch's rebase_history does, so its node is
     # created with the write (HOOK-14); a sibling view's waits for its next read

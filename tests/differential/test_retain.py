@@ -133,6 +133,53 @@ def test_retained_grad_follows_inplace_updates(differential):
     differential(prog)
 
 
+def _scale_dirty(torch):
+    class ScaleDirty(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            t.mul_(3)
+            ctx.mark_dirty(t)
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+    return ScaleDirty
+
+
+_VIEW_WRITES = {
+    "mul_": lambda torch, v: v.mul_(3),
+    "two writes": lambda torch, v: v.mul_(3).add_(1),
+    "a dirty Function": lambda torch, v: _scale_dirty(torch).apply(v),
+}
+
+
+@pytest.mark.clause("RETAIN-6")
+@pytest.mark.parametrize("write", list(_VIEW_WRITES))
+@pytest.mark.parametrize("view", ["slice", "select", "view"])
+def test_a_retained_view_written_in_place_leaves_the_old_graph_without_it(differential,
+                                                                          write, view):
+    """retain_grad moves with a view's history when the view itself is written in place: a
+    pass through a graph recorded before the write no longer fills its .grad, and one
+    recorded after gives the gradient with respect to the value after the write."""
+    def prog(torch, log):
+        for dt in (torch.float32, torch.float64):
+            x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=dt, requires_grad=True)
+            y = x * 2
+            v = (y[1:3] if view == "slice" else y.view(2, 2)[1] if view == "view"
+                 else y.select(0, 2))
+            v.retain_grad()
+            w = torch.full(v.shape, 10.0, dtype=dt)
+            old = (v * w).sum()
+            _VIEW_WRITES[write](torch, v)
+            new = (v * (w / 5)).sum()
+            old.backward(retain_graph=True)
+            log(f"{dt} after the old graph", v.grad)
+            new.backward()
+            log(f"{dt} after the new one", [v.grad, x.grad])
+    differential(prog)
+
+
 @pytest.mark.clause("RETAIN-7")
 def test_nonleaf_grad_warning_cases(differential):
     def prog(torch, log):
