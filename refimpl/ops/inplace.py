@@ -24,6 +24,7 @@ from ..tensor import (
     record,
     replay,
     view_grad_fn,
+    wrap,
 )
 
 _enabled = grad_mode.enabled
@@ -258,7 +259,10 @@ def copy_(a, src):                          # CopyBackwards; saves: nothing
             != a._data.shape:
         raise errors.broadcast_output(a._data.shape, full)
     arr = xp.broadcast_to(arr, a._data.shape) if arr is not a._data else arr
-    out, _ = record(arr, a._be, "torch::autograd::CopyBackwards", _copy_bw, (a, src))
+    if a._dtype.is_floating_point:
+        out, _ = record(arr, a._be, "torch::autograd::CopyBackwards", _copy_bw, (a, src))
+    else:   # an integer or bool target holds cast values: nothing recorded (INPLACE-10)
+        out = wrap(a._be, arr)
     return commit_inplace(a, out)
 
 

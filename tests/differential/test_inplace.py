@@ -200,6 +200,35 @@ def test_plain_tensors_pick_up_history_from_written_values(differential):
     differential(prog)
 
 
+@pytest.mark.clause("INPLACE-10")
+@pytest.mark.parametrize("target", ["int64", "bool"])
+def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, target):
+    """copy_ and setitem of a value that requires grad into an integer or bool tensor cast the
+    values: the tensor stays a leaf that does not require grad, and a graph computed from it
+    has nothing to differentiate; fill_ with a 0-d value that requires grad records
+    FillBackward3 (torch 2.13's exception, kept)."""
+    def prog(torch, log):
+        dt = getattr(torch, target)
+        for wdt in (torch.float32, torch.float64):
+            w = torch.tensor([1.5, 2.5], dtype=wdt, requires_grad=True)
+            writes = {"setitem of a slice": lambda b, w=w: b.__setitem__(slice(1, None), w),
+                      "setitem of an element": lambda b, w=w: b.__setitem__(0, w[0]),
+                      "copy_ into a view": lambda b, w=w: b[1:].copy_(w),
+                      "copy_ into the whole": lambda b, w=w: b.copy_(w.sum() * 1)}
+            for name, write in writes.items():
+                b = torch.zeros(3, dtype=dt)
+                write(b)
+                log(f"{wdt} {name}", [b.requires_grad, b.is_leaf, b.grad_fn is None, b])
+                r = b.to(wdt) * 2
+                log.attempt(f"{wdt} {name}: backward", lambda r=r: r.sum().backward())
+            b = torch.zeros(3, dtype=dt)
+            b.fill_(w[0])
+            log(f"{wdt} fill_", [b.requires_grad, b.grad_fn.name(), b])
+    entries = dict(differential(prog).entries)
+    assert entries["torch.float32 copy_ into a view"][:3] == [False, True, True]
+    assert entries["torch.float64 copy_ into a view: backward"] == ("raises", "NO_GRAD_FN")
+
+
 @pytest.mark.clause("INPLACE-11")
 def test_rebinding_in_a_loop_builds_a_chain(differential):
     def prog(torch, log):
