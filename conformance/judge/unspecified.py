@@ -112,7 +112,10 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
-        self._pass_open(s, kind, self.stale_views.update(s, kind, o, e))
+        stale = self.stale_views
+        if kind.backward_pass and stale.stale:      # a stale view's retained .grad: what a
+            self.lost.update(stale.stale & stale.retaining)     # pass leaves there is open
+        self._pass_open(s, kind, stale.update(s, kind, o, e))   # (UNSPEC-17, RETAIN-6)
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
