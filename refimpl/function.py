@@ -17,8 +17,10 @@ import warnings
 import weakref
 
 from . import errors, grad_mode, saved_hooks
+from . import node as node_module
 from .node import AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
+from .saved_hooks import HookedValue
 from .tensor import Tensor, edge, wrap
 
 
@@ -101,6 +103,8 @@ class Function:
         # the inputs' edges are taken before forward runs, as torch does: a view forward
         # writes (FUNC-11) would otherwise have its history read after the write
         edges = tuple(edge(a) for a in args if isinstance(a, Tensor)) if record else ()
+        # and the node is numbered now, before what forward records under enable_grad (HOOK-14)
+        seq = next(node_module.sequence) if record else None
         with grad_mode.no_grad():  # FUNC-1, FUNC-3
             if cls.setup_context is not Function.setup_context:
                 result = cls.forward(*args)
@@ -112,6 +116,8 @@ class Function:
             if not any(d is o for o in outs):
                 raise errors.dirty_not_returned()  # FUNC-11
         node = _node(cls, ctx, args, outs, edges) if record else None
+        if node is not None:
+            node.seq = seq
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
             node.save(*(None if t is None else _hooked(t, node)  # names the node (VER-7)
@@ -124,7 +130,7 @@ def _hooked(t, node):
     its unpacked value gets (SAVED-12): the node itself (as its output number) for one of its
     own outputs, which would otherwise hold the node from its own saved values."""
     value = saved_hooks.hook(_saved(t, node), t, tensors=True)
-    if isinstance(value, saved_hooks.HookedValue):
+    if isinstance(value, HookedValue):
         value.edge = ("node", t._output_nr) if t._grad_fn is node else edge(t)
     return value
 
@@ -133,7 +139,7 @@ def _on_graph(value, s, node):
     """What ctx.saved_tensors gives for saved value s, unpacked as `value`: a tensor a pack
     hook packed as a new tensor of the unpacked data on the saved tensor's edge (SAVED-12);
     any other as it is."""
-    if s is None or s.edge is None or not isinstance(s, saved_hooks.HookedValue):
+    if s is None or s.edge is None or not isinstance(s, HookedValue):
         return value
     fn, nr = s.edge
     t = wrap(value._be, value._data, value._vc)
