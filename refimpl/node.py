@@ -14,7 +14,7 @@ import weakref
 from . import errors, grad_mode, hooks
 from .layout import contiguous_format
 
-_sequence = itertools.count()  # creation order; the engine runs the most recent node first
+sequence = itertools.count()  # creation order; the engine runs the most recent node first
 FREED = "freed"                # Node.saved after release_variables()
 
 
@@ -80,7 +80,7 @@ class Node:
         self.in_meta = in_meta                # ((shape, dtype) or None, ...) one per input
         self.saved = ()
         self.info = info                      # non-tensor constants the formula needs
-        self.seq = next(_sequence)
+        self.seq = next(sequence)
         self._pre_hooks = self._post_hooks = self._tensor_hooks = None
         self._retains_grad = None   # output number -> weakref to the tensor retaining its grad
 

@@ -238,6 +238,45 @@ def test_diamond_and_chain_hook_order(differential):
     differential(prog)
 
 
+@pytest.mark.clause("HOOK-14")
+@pytest.mark.parametrize("form", ["forward(ctx, ...)", "setup_context"])
+def test_a_custom_functions_node_is_made_before_its_forward_runs(differential, form):
+    """A custom Function's node is created as apply begins, before forward: what forward
+    records under enable_grad is created after it, so among the nodes ready together its
+    branch runs first."""
+    def prog(torch, log):
+        stash, order = [], []
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, g):
+                order.append("F backward")
+                return g * 2
+
+        def forward(*args):
+            a = args[-1]
+            with torch.enable_grad():
+                stash.append(a.exp())
+            return a * 2
+
+        if form == "setup_context":
+            F.forward = staticmethod(lambda a: forward(a))
+            F.setup_context = staticmethod(lambda ctx, inputs, output: None)
+        else:
+            F.forward = staticmethod(lambda ctx, a: forward(ctx, a))
+        for dt in (torch.float32, torch.float64):
+            order.clear()
+            x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+            y = F.apply(x)
+            e = stash.pop()
+            e.register_hook(lambda g: order.append("e hook"))
+            y.register_hook(lambda g: order.append("y hook"))
+            (y.sum() + e.sum()).backward()
+            log(f"{dt} order", list(order))
+            log(f"{dt} x.grad", x.grad)
+    differential(prog)
+
+
 @pytest.mark.clause("HOOK-15")
 def test_node_hooks_two_input_node_and_removal(differential):
     def prog(torch, log):
