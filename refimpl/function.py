@@ -18,7 +18,7 @@ import weakref
 
 from . import errors, grad_mode, saved_hooks
 from . import node as node_module
-from .node import AccumulateGrad, Node, SavedValue
+from .node import NO_VERSION, AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
 from .saved_hooks import HookedValue
 from .tensor import Tensor, edge, wrap
@@ -156,6 +156,8 @@ def _on_graph(value, s, node):
 def _saved(t, node):
     """A tensor ctx.save_for_backward kept: read as saved even after a detach_() of it, which
     a built-in op's node refuses (VER-16)."""
+    if t._vc is NO_VERSION:     # INFER-5: a recorded call saves it, with no version to check
+        raise errors.inference_saved()
     value = SavedValue(t, t._vc, node._name if t._grad_fn is node else t, None, t._dtype)
     value.nonleaf = False
     return value

@@ -284,3 +284,34 @@ def test_views_taken_in_inference_mode(differential):
         finally:
             _clean(torch)
     differential(prog)
+
+
+@pytest.mark.clause("INFER-5")
+@pytest.mark.parametrize("saved", ["an input", "a captured tensor"])
+def test_a_custom_function_that_saves_an_inference_tensor_is_refused_when_recorded(
+        differential, saved):
+    """A recorded apply whose forward saves an inference tensor with ctx.save_for_backward
+    raises INFERENCE_SAVED; under no_grad nothing is recorded or saved, and it runs."""
+    def prog(torch, log):
+        for dt in (torch.float32, torch.float64):
+            with torch.inference_mode():
+                i = torch.tensor([3.0, 4.0], dtype=dt)
+            w = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+
+            class F(torch.autograd.Function):
+                captured = i
+
+                @staticmethod
+                def forward(ctx, a, b):
+                    ctx.save_for_backward(b if saved == "an input" else F.captured)
+                    return a * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 2, None
+
+            log.attempt(f"{dt} recorded", lambda w=w, i=i, F=F: F.apply(w, i))
+            with torch.no_grad():
+                log(f"{dt} under no_grad", F.apply(w, i))
+    entries = dict(differential(prog).entries)
+    assert entries["torch.float32 recorded"] == ("raises", "INFERENCE_SAVED")
