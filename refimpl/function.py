@@ -112,6 +112,9 @@ class Function:
             else:
                 result = cls.forward(ctx, *args)
         outs = result if isinstance(result, tuple) else (result,)
+        for d in ctx._dirty:    # one bump per tensor given, before the checks, as torch does
+            if isinstance(d, Tensor):   # (UNSPEC-11: one given twice, one not returned)
+                d._vc[0] += 1   # FUNC-11: however many times forward returns it
         for d in ctx._dirty:
             if not any(d is o for o in outs):
                 raise errors.dirty_not_returned()  # FUNC-11
@@ -183,8 +186,7 @@ def _output(node, i, o, ctx, args):
     if not isinstance(o, Tensor):
         return o
     is_input = any(o is a for a in args)
-    if any(o is d for d in ctx._dirty):
-        o._vc[0] += 1
+    if any(o is d for d in ctx._dirty):    # bumped already (apply)
         if node is None and o.requires_grad:    # not recorded: a detached alias (FUNC-11)
             return o.detach()
         if node is not None:

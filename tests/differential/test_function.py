@@ -1028,3 +1028,108 @@ def test_a_dirty_view_in_a_function_of_two_outputs_is_refused(differential, targ
     entries = dict(differential(prog).entries)
     assert [entries[f"{d} view"] for d in ("float32", "float64")] == [
         ("raises", "DIRTY_VIEW_OUTPUTS")] * 2
+
+
+def _modes(torch, mode):
+    """The grad mode apply runs under for `mode`, and whether the dirty input requires grad:
+    recorded, not recorded as no input requires grad, or under no_grad."""
+    return (torch.no_grad() if mode == "no_grad" else torch.enable_grad(),
+            mode != "no input requires grad")
+
+
+@pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("returns", ["once", "twice", "twice among others"])
+@pytest.mark.parametrize("mode", ["recorded", "no input requires grad", "no_grad"])
+def test_a_dirty_tensor_is_bumped_once_however_often_it_is_returned(differential, returns,
+                                                                    mode):
+    """A tensor given to mark_dirty once is one version higher than forward left it, whether
+    forward returns it once or more often (refimpl bumped it once per place); the gradient
+    does not depend on which place is its output number (UNSPEC-11)."""
+    def prog(torch, log):
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return {"once": x, "twice": (x, x), "twice among others": (x, y * 3, x)}[returns]
+
+            @staticmethod
+            def backward(ctx, *g):
+                return (g[0] + g[-1]) * 2 if len(g) > 1 else g[0] * 2, None
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                mode_ctx, rg = _modes(torch, mode)
+                leaf = torch.tensor(v, dtype=dt, requires_grad=rg)
+                h = leaf * 1
+                y = torch.tensor(v, dtype=dt) * 1
+                with mode_ctx:
+                    out = Scale.apply(h, y)
+                outs = out if isinstance(out, tuple) else (out,)
+                log(label, [h._version, y._version, h, [o is h for o in outs],
+                            [o._version for o in outs]])
+                if mode == "recorded":
+                    (h * h).sum().backward()
+                    log(label + " grad", leaf.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-11")
+@pytest.mark.parametrize("mode", ["recorded", "no input requires grad", "no_grad"])
+def test_what_torch_2_13_does_with_a_tensor_marked_dirty_twice_or_not_returned(differential,
+                                                                                mode):
+    """What UNSPEC-11 leaves open, as torch 2.13 does it and refimpl does too (so that its
+    parentheses are checked): mark_dirty bumps each tensor it was given, once per time given,
+    before apply checks that each is returned (a tensor not returned is bumped too); a dirty
+    tensor returned twice is the node's output at its last place (the gradient through it
+    reaches backward there, zeros at the other)."""
+    def prog(torch, log):
+        class Marked(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y, how):
+                x.mul_(2)
+                y.add_(1)
+                ctx.mark_dirty(*{"x twice": (x, x), "x and y": (x, y), "y": (y,)}[how])
+                return x, y * 1
+
+            @staticmethod
+            def backward(ctx, gx, gy):
+                return gx * 2, None, None
+
+        class Again(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x * 5, x, x
+
+            @staticmethod
+            def backward(ctx, g0, g1, g2):
+                got.append([g0, g1, g2])
+                return g0 * 10 + g1 * 2 + g2 * 3
+
+        got = []
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                mode_ctx, rg = _modes(torch, mode)
+                for how in ("x twice", "x and y", "y"):
+                    h = torch.tensor(v, dtype=dt, requires_grad=rg) * 1
+                    y = torch.tensor(v, dtype=dt) * 1
+                    with mode_ctx:
+                        log.attempt(f"{label} {how}", lambda h=h, y=y, how=how:
+                                    Marked.apply(h, y, how))
+                    log(f"{label} {how} versions", [h._version, y._version])
+                if mode == "recorded":
+                    leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                    h = leaf * 1
+                    Again.apply(h)
+                    log(label + " output number", (h * 1).grad_fn.next_functions[0][1])
+                    (h * 7).sum().backward()
+                    log(label + " grads", [leaf.grad, got])
+                    got.clear()
+    entries = dict(differential(prog).entries)
+    assert entries["float32 1-d x twice versions"] == [3, 1]
+    assert entries["float32 1-d y"] == ("raises", "DIRTY_NOT_RETURNED")
+    assert entries["float32 1-d y versions"] == [1, 2]
