@@ -224,6 +224,8 @@ def _output(node, i, o, ctx, args):
         o = view
     elif o._base is not None and node is not None:  # a view of an input made in forward
         o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW
+        o._view_version = o._vc[0]  # the node is its history as of now: after the bump of
+        #                             a dirty input it views (FUNC-1, FUNC-11)
     if node is not None:
         o._grad_fn, o._output_nr = node, i
     return o

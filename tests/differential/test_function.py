@@ -1133,3 +1133,45 @@ def test_what_torch_2_13_does_with_a_tensor_marked_dirty_twice_or_not_returned(d
     assert entries["float32 1-d x twice versions"] == [3, 1]
     assert entries["float32 1-d y"] == ("raises", "DIRTY_NOT_RETURNED")
     assert entries["float32 1-d y versions"] == [1, 2]
+
+
+@pytest.mark.clause("FUNC-1")
+@pytest.mark.parametrize("view", ["[:1]", "view(-1)", "[0]"])
+@pytest.mark.parametrize("first", [False, True])
+def test_a_view_of_a_dirty_input_returned_beside_it_gets_the_node(differential, view, first):
+    """A view of a dirty input that forward made and returns beside the input is recorded as
+    any result is: the Function's node, at its own output number, and a pass through it calls
+    backward; the bump of the dirty input does not make it stale (refimpl raised
+    CUSTOM_VIEW_BASE_INPLACE reading its grad_fn)."""
+    def prog(torch, log):
+        got = []
+
+        class WithView(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                w = x[:1] if view == "[:1]" else x.view(-1) if view == "view(-1)" else x[0]
+                return (w, x) if first else (x, w)
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                got.append([g1, g2])
+                gx, gw = (g2, g1) if first else (g1, g2)
+                return gx * 2 + gw.sum() * 10
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                if sname == "0-d" and view != "view(-1)":
+                    continue            # (nothing to slice or select)
+                label = f"{dname} {sname}"
+                leaf = torch.tensor(v, dtype=dt, requires_grad=True)
+                h = leaf * 1
+                out = WithView.apply(h)
+                w = out[0] if first else out[1]
+                log(label, [w.grad_fn.name(), w.requires_grad, w.is_leaf, w._version,
+                            (w * 1).grad_fn.next_functions[0][1], w])
+                (w * 3).sum().backward()
+                log(label + " grads", [leaf.grad, got])
+                got.clear()
+    differential(prog)
