@@ -213,7 +213,7 @@ def _output(node, i, o, ctx, args):
     # marked non-differentiable (FUNC-12), or of a dtype that cannot require grad (FUNC-1):
     # not recorded; its backward still gets zeros of its dtype (FUNC-9)
     if any(o is d for d in ctx._non_differentiable) or not o._dtype.is_floating_point:
-        return o.detach() if is_input else o
+        return o.detach() if is_input else _unrecorded(o)
     if is_input:  # a view of it, made in the Function (FUNC-14)
         if node is None and o.requires_grad:    # not recorded: a detached alias
             return o.detach()
@@ -226,8 +226,19 @@ def _output(node, i, o, ctx, args):
         o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW
         o._view_version = o._vc[0]  # the node is its history as of now: after the bump of
         #                             a dirty input it views (FUNC-1, FUNC-11)
-    if node is not None:
-        o._grad_fn, o._output_nr = node, i
+    if node is None:
+        return o if is_input else _unrecorded(o)
+    o._grad_fn, o._output_nr = node, i
+    return o
+
+
+def _unrecorded(o):
+    """A result forward made that gets no node (FUNC-1, FUNC-12): one that requires grad (made
+    under enable_grad, or outside forward) is detached in place, as torch does, unless it is a
+    view (UNSPEC-11: torch returns a view as forward made it, one of a tensor that requires
+    grad requiring grad)."""
+    if o.requires_grad and o._base is None:
+        o.detach_()
     return o
 
 

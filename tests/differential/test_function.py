@@ -1175,3 +1175,134 @@ def test_a_view_of_a_dirty_input_returned_beside_it_gets_the_node(differential, 
                 log(label + " grads", [leaf.grad, got])
                 got.clear()
     differential(prog)
+
+
+# results forward makes that require grad but are no views: made under enable_grad, a tensor
+# from outside forward, a new leaf; and views, which UNSPEC-11 leaves open where they get no node
+_MADE = {
+    "enable_grad product": lambda torch, x, outer: _under_enable_grad(torch, lambda: x * 2),
+    "tensor from outside": lambda torch, x, outer: outer,
+    "new leaf": lambda torch, x, outer: torch.ones(2, dtype=x.dtype, requires_grad=True),
+    "product": lambda torch, x, outer: x * 2,
+    "view of the input": lambda torch, x, outer: x.view(-1),
+    "enable_grad view": lambda torch, x, outer: _under_enable_grad(torch, lambda: x.view(-1)),
+    "view from outside": lambda torch, x, outer: outer.view(-1),
+}
+
+
+def _under_enable_grad(torch, fn):
+    with torch.enable_grad():
+        return fn()
+
+
+@pytest.mark.clause("FUNC-12")
+@pytest.mark.parametrize("made", list(_MADE))
+@pytest.mark.parametrize("mode", ["marked", "no_grad", "no input requires grad", "recorded"])
+def test_a_result_without_the_node_requires_no_grad_unless_a_view(differential, made, mode):
+    """A result that gets no node (marked non-differentiable, FUNC-12; grad mode off or no
+    input requiring grad, FUNC-1) and is no view does not require grad and has no grad_fn,
+    one forward made requiring grad too (refimpl returned those as forward made them), and a
+    backward from a marked one raises NO_GRAD_FN; backward gets zeros for a marked output. A
+    view's flags are open there (UNSPEC-11): only its value is logged. Recorded, every result
+    has the node, views too."""
+    is_view = "view" in made
+
+    def prog(torch, log):
+        got, outer = [], []
+
+        class Make(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                r = _MADE[made](torch, x, outer[0])     # outer: not an argument
+                if mode == "marked":
+                    ctx.mark_non_differentiable(r)
+                return x * 3, r
+
+            @staticmethod
+            def backward(ctx, g, gr):
+                got.append(gr)
+                return g * 3
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                x = torch.tensor(v, dtype=dt, requires_grad=mode != "no input requires grad")
+                outer[:] = [torch.tensor(v, dtype=dt, requires_grad=True) * 2]
+                with torch.no_grad() if mode == "no_grad" else torch.enable_grad():
+                    a, r = Make.apply(x)
+                if mode == "recorded":
+                    log(label, [r.grad_fn.name(), r.requires_grad, r.is_leaf, r])
+                elif is_view:
+                    log(label, r)
+                else:
+                    log(label, [r.requires_grad, r.grad_fn is None, r.is_leaf, r])
+                if mode == "marked" and not is_view:
+                    log.attempt(label + " backward from it", lambda r=r: r.sum().backward())
+                if mode in ("marked", "recorded"):
+                    a.sum().backward()
+                    log(label + " backward got", [got, x.grad])
+                    got.clear()
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-11")
+@pytest.mark.parametrize("mode", ["marked", "no_grad", "no input requires grad"])
+def test_what_torch_2_13_does_with_a_result_that_gets_no_node(differential, mode):
+    """What UNSPEC-11 leaves open, as torch 2.13 does it and refimpl does too (so that its
+    parentheses are checked): a view forward made is returned as it was made (a view under
+    no_grad of a tensor that requires grad requires grad and is a leaf, one under enable_grad
+    has the view op's node; one of a dirty input, bumped after it was made, raises
+    NO_GRAD_VIEW_BASE_INPLACE when its grad_fn is read); a tensor from outside forward that
+    requires grad is detached in place, and returned itself."""
+    def prog(torch, log):
+        outer = []
+
+        class Make(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, made):
+                r = _MADE[made](torch, x, outer[0])
+                if mode == "marked":
+                    ctx.mark_non_differentiable(r)
+                return x * 3, r
+
+            @staticmethod
+            def backward(ctx, g, gr):
+                return g * 3, None
+
+        class DirtyView(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x, x.view(-1)
+
+            @staticmethod
+            def backward(ctx, g, gv):
+                return g * 2
+
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                rg = mode != "no input requires grad"
+                x = torch.tensor(v, dtype=dt, requires_grad=rg)
+                for made in ("view of the input", "enable_grad view", "view from outside",
+                             "tensor from outside"):
+                    outer[:] = [torch.tensor(v, dtype=dt, requires_grad=True) * 2]
+                    with torch.no_grad() if mode == "no_grad" else torch.enable_grad():
+                        _, r = Make.apply(x, made)
+                    fn = r.grad_fn
+                    log(f"{label} {made}", [r.requires_grad, r.is_leaf,
+                                            fn.name() if fn is not None else None,
+                                            r is outer[0], outer[0].requires_grad])
+                if mode == "no_grad":
+                    h = torch.tensor(v, dtype=dt, requires_grad=True) * 1
+                    with torch.no_grad():
+                        _, w = DirtyView.apply(h)
+                    log.attempt(label + " view of a dirty input", lambda w=w: w.grad_fn)
+    entries = dict(differential(prog).entries)
+    if mode == "no_grad":
+        assert entries["float32 1-d view of the input"] == [True, True, None, False, True]
+        assert entries["float32 1-d enable_grad view"][:3] == [True, False, "ViewBackward0"]
+        assert entries["float32 1-d view of a dirty input"] == (
+            "raises", "NO_GRAD_VIEW_BASE_INPLACE")
+    assert entries["float32 1-d tensor from outside"] == [False, True, None, True, False]
