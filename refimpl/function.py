@@ -6,9 +6,10 @@ buffers one gradient per slot, refimpl/engine.py `_deliver`). When the node runs
 wraps the gradients the engine carries (arrays, or tensors under create_graph) as tensors,
 materializes the undefined ones as zeros (FUNC-9, FUNC-10), calls `F.backward`, and checks what
 it returned against the arguments (FUNC-6, FUNC-7) before the engine checks shapes (FUNC-8).
-Saved tensors are SavedValues holding the tensors themselves, so VER-7 and FREE-1 apply as to
-any node (FUNC-4). Tensor hooks and retain_grad of each output run on that output's gradient,
-node hooks on all of them (refimpl/engine.py).
+Saved tensors are SavedValues holding the tensors themselves, so VER-7 applies as to any node;
+a pass frees the node whatever it saved, and only reading `saved_tensors` after raises (FUNC-4).
+Tensor hooks and retain_grad of each output run on that output's gradient, node hooks on all of
+them (refimpl/engine.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import warnings
 import weakref
 
 from . import errors, grad_mode, saved_hooks
+from .node import FREED, AccumulateGrad, Node, SavedValue
 from . import node as node_module
 from .node import NO_VERSION, AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
@@ -61,6 +63,12 @@ class FunctionNode(Node):
     """The node of one `apply` call; `info` is its ctx."""
     materializes = True
     __slots__ = ("n_outputs", "cls", "arg_is_tensor", "out_meta", "be")
+
+    def release_variables(self):
+        """Freed once run without retain_graph, whatever forward saved, nothing included: a
+        later read of ctx.saved_tensors raises GRAPH_FREED, a pass that reads none does not
+        (FUNC-4), as torch marks the node freed."""
+        self.saved = FREED
 
     def __getattr__(self, name):
         """The node reads as its ctx (`y.grad_fn.saved_tensors`), as torch's does (UNSPEC-11)."""

@@ -5,7 +5,8 @@ where the engine declares `custom_function`.
 Two kinds, because they bind differently: `function` makes new tensors (one, or two for a
 Function that returns a tuple), `dirty_function` writes its argument in place, marks it dirty
 and rebinds it (FUNC-11). In the model a Function's node is an op's node: it saves what the
-row says (FUNC-4: version-checked and freed like an op's), its results share it (FUNC-9), an
+row says (FUNC-4: version-checked and freed like an op's, as every row that saves reads what it
+saved in backward and none that saves nothing reads it), its results share it (FUNC-9), an
 output marked non-differentiable has none (FUNC-12), and an input returned as it is is a view
 that is never written and is hidden once its memory is (FUNC-14, as split's outputs are)."""
 from __future__ import annotations

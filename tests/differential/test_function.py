@@ -1306,3 +1306,91 @@ def test_what_torch_2_13_does_with_a_result_that_gets_no_node(differential, mode
         assert entries["float32 1-d view of a dirty input"] == (
             "raises", "NO_GRAD_VIEW_BASE_INPLACE")
     assert entries["float32 1-d tensor from outside"] == [False, True, None, True, False]
+
+
+def _saving(torch, save, read, calls):
+    """A Function doubling x whose forward (or setup_context) saves `save` and whose backward
+    reads ctx.saved_tensors as `read` says, counting its calls in `calls`."""
+    def keep(ctx, x, y):
+        kept = {"input": (x,), "output": (y,), "None": (None,), "an empty call": (),
+                "nothing": None}[save]
+        if kept is not None:
+            ctx.save_for_backward(*kept)
+
+    def backward(ctx, g):
+        calls.append(1)
+        if read == "always" or (read == "in later passes" and len(calls) > 1):
+            _ = ctx.saved_tensors
+        return g * 2
+
+    class Saving(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            keep(ctx, x, y)
+            return y
+
+    class SavingLater(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            keep(ctx, inputs[0], output)
+
+    for cls in (Saving, SavingLater):
+        cls.backward = staticmethod(backward)
+    return Saving, SavingLater
+
+
+@pytest.mark.clause("FUNC-4")
+@pytest.mark.parametrize("save", ["input", "output", "None", "an empty call", "nothing"])
+@pytest.mark.parametrize("read", ["always", "never", "in later passes"])
+def test_a_freed_function_node_raises_where_backward_reads_its_saved_tensors(differential,
+                                                                            save, read):
+    """A pass without retain_graph frees a custom Function's node whatever it saved; a later
+    pass raises GRAPH_FREED exactly when backward reads ctx.saved_tensors (refimpl freed only
+    a node that had saved a tensor, so a read after saving nothing or None did not raise)."""
+    def prog(torch, log):
+        calls = []
+        for form in _saving(torch, save, read, calls):
+            for dname, dt in _dtypes(torch).items():
+                for sname, v in SHAPES.items():
+                    for how in ("backward", "grad"):
+                        label = f"{form.__name__} {dname} {sname} {how}"
+                        x = torch.tensor(v, dtype=dt, requires_grad=True)
+                        s = form.apply(x).sum()
+                        step = (lambda s=s: s.backward()) if how == "backward" else (
+                            lambda s=s, x=x: torch.autograd.grad(s, x))
+                        calls.clear()
+                        for i in range(3):
+                            log.attempt(f"{label} pass {i}", step)
+                        log(label, [x.grad, len(calls)])
+    entries = dict(differential(prog).entries)
+    later = entries["Saving float64 1-d backward pass 1"]
+    assert later == ("ok" if read == "never" else ("raises", "GRAPH_FREED"))
+
+
+@pytest.mark.clause("SAVED-7")
+@pytest.mark.parametrize("read", [True, False])
+def test_a_function_node_shared_or_hooked_is_found_freed_only_by_a_read(differential, read):
+    """The same through a node two outputs share (FREE-5) and for what saved-tensor hooks
+    packed (SAVED-7): the second pass raises GRAPH_FREED without calling unpack where backward
+    reads ctx.saved_tensors, and runs where it does not."""
+    def prog(torch, log):
+        calls = []
+        Saving, _ = _saving(torch, "input", "always" if read else "never", [])
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                x = torch.tensor(v, dtype=dt, requires_grad=True)
+                with torch.autograd.graph.saved_tensors_hooks(
+                        lambda t: (calls.append("pack"), t)[1],
+                        lambda t: (calls.append("unpack"), t)[1]):
+                    y = Saving.apply(x)
+                log.attempt(label + " first", lambda y=y: y.sum().backward())
+                log.attempt(label + " second", lambda y=y: (y + 1).sum().backward())
+                log(label, [x.grad, calls])
+                calls.clear()
+    differential(prog)
