@@ -14,6 +14,7 @@ them (refimpl/engine.py).
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 import weakref
 
@@ -105,7 +106,12 @@ class Function:
                                   "your custom autograd.Function to use it with backward mode AD.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
+        setup = cls.setup_context is not Function.setup_context
+        if setup:       # FUNC-3: bound to forward's parameters, defaults filled in
+            args, kwargs = _bind(cls.forward, args, kwargs)
+        if kwargs:
+            args = _placed(cls.forward, args, kwargs, setup)
         ctx = FunctionCtx(args)
         record = grad_mode.enabled[0] and any(ctx.needs_input_grad)
         # the inputs' edges are taken before forward runs, as torch does: a view forward
@@ -114,7 +120,7 @@ class Function:
         # and the node is numbered now, before what forward records under enable_grad (HOOK-14)
         seq = next(node_module.sequence) if record else None
         with grad_mode.no_grad():  # FUNC-1, FUNC-3
-            if cls.setup_context is not Function.setup_context:
+            if setup:
                 result = cls.forward(*args)
                 cls.setup_context(ctx, args, result)
             else:
@@ -134,6 +140,37 @@ class Function:
             node.save(*(None if t is None else _hooked(t, node)  # names the node (VER-7)
                         for t in ctx._to_save))
         return outs if isinstance(result, tuple) else outs[0]
+
+
+def _bind(forward, args, kwargs):
+    """The arguments of apply as torch binds them where setup_context is defined (FUNC-3):
+    to forward's parameters, defaults filled in; the positional ones are the call's arguments
+    (a TypeError where they do not bind), the keyword-only ones are left as keywords."""
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _placed(forward, args, kwargs, setup):
+    """Keyword arguments as torch 2.13's apply places them (UNSPEC-11): each at the place of
+    the parameter of forward of that name after ctx, defaults not filled in, so that a place
+    left empty before it raises; keyword-only parameters are none (with setup_context, the
+    only keywords left after binding)."""
+    params = list(inspect.signature(forward).parameters.values())[0 if setup else 1:]
+    names = [p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    slots, empty = list(args), object()
+    for name, value in kwargs.items():
+        if setup or name not in names:
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
+        i = names.index(name)
+        if i < len(args):
+            raise TypeError(f"forward() got multiple values for argument '{name}'")
+        slots += [empty] * (i + 1 - len(slots))
+        slots[i] = value
+    for i, value in enumerate(slots):
+        if value is empty:
+            raise TypeError(f"forward() missing required argument: '{names[i]}' (position {i})")
+    return tuple(slots)
 
 
 def _hooked(t, node):

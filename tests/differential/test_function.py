@@ -1394,3 +1394,145 @@ def test_a_function_node_shared_or_hooked_is_found_freed_only_by_a_read(differen
                 log(label, [x.grad, calls])
                 calls.clear()
     differential(prog)
+
+
+def _with_defaults(torch, seen):
+    """Functions with setup_context whose forward has defaults: a number k and a tensor y."""
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(x, k=3.0, y=None):
+            return x * k if y is None else x * k * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append([len(inputs), inputs[1], inputs[2] is None, ctx.needs_input_grad])
+            ctx.save_for_backward(*inputs[::2])
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            seen.append(ctx.needs_input_grad)
+            if y is None:
+                return g * ctx.k, None, None
+            return g * ctx.k * y, None, g * ctx.k * x
+
+    class Short(torch.autograd.Function):
+        @staticmethod
+        def forward(x, k=3.0):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(len(inputs))
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+    return Scale, Short
+
+
+_BOUND_CALLS = {
+    "apply(x)": lambda F, x, t: F.apply(x),
+    "apply(x, 2.0)": lambda F, x, t: F.apply(x, 2.0),
+    "apply(x, k=2.0)": lambda F, x, t: F.apply(x, k=2.0),
+    "apply(x=x)": lambda F, x, t: F.apply(x=x),
+    "apply(k=0.5, x=x)": lambda F, x, t: F.apply(k=0.5, x=x),
+    "apply(x, y=t)": lambda F, x, t: F.apply(x, y=t),
+    "apply(x, 2.0, t)": lambda F, x, t: F.apply(x, 2.0, t),
+}
+
+
+@pytest.mark.clause("FUNC-3")
+@pytest.mark.parametrize("call", list(_BOUND_CALLS))
+def test_setup_context_binds_the_arguments_to_forward_with_its_defaults(differential, call):
+    """With setup_context, apply binds its arguments to forward's parameters, keywords and
+    defaults too: inputs, needs_input_grad, the edges and the gradients backward must return
+    are those of the bound arguments (refimpl took apply's positional arguments only, and
+    refused keywords with TypeError)."""
+    def prog(torch, log):
+        seen = []
+        Scale, Short = _with_defaults(torch, seen)
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                x = torch.tensor(v, dtype=dt, requires_grad=True)
+                t = torch.tensor(v, dtype=dt, requires_grad=True) * 0.5
+                out = _BOUND_CALLS[call](Scale, x, t)
+                log(label, [out, len(out.grad_fn.next_functions)])
+                out.sum().backward()
+                log(label + " grads", [x.grad, seen])
+                seen.clear()
+                log.attempt(label + " one gradient for two",
+                            lambda x=x: Short.apply(x).sum().backward())
+                with torch.no_grad():
+                    log(label + " no_grad", [_BOUND_CALLS[call](Scale, x, t), seen])
+                seen.clear()
+    differential(prog)
+
+
+@pytest.mark.clause("UNSPEC-11")
+def test_what_torch_2_13_does_with_arguments_that_do_not_bind(differential):
+    """What UNSPEC-11 leaves open, as torch 2.13 does it and refimpl does too: arguments that
+    do not bind to forward's parameters, a forward with keyword-only parameters (with
+    setup_context), and keyword arguments to a Function without setup_context raise
+    TypeError."""
+    def prog(torch, log):
+        Scale, _ = _with_defaults(torch, [])
+
+        class KeywordOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(x, *, k=3.0):
+                return x * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+        class WithCtx(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k=3.0, y=None):
+                ctx.k = k
+                return x * k if y is None else x * k * y
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * ctx.k, None, g) + (None,) * (len(ctx.needs_input_grad) - 3)
+
+        def error(fn):
+            try:
+                out = fn()
+            except Exception as exc:    # the exception's type only: the message is open
+                return type(exc).__name__
+            return [out.tolist(), len(out.grad_fn.next_functions)]
+
+        for dname, dt in _dtypes(torch).items():
+            x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+            log(dname, {
+                "missing": error(lambda: Scale.apply()),
+                "too many": error(lambda x=x: Scale.apply(x, 1.0, None, 4.0)),
+                "unknown keyword": error(lambda x=x: Scale.apply(x, j=1.0)),
+                "keyword-only": error(lambda x=x: KeywordOnly.apply(x)),
+                "keyword-only given": error(lambda x=x: KeywordOnly.apply(x, k=2.0)),
+            })
+            t = torch.tensor([3.0, 4.0], dtype=dt, requires_grad=True)
+            log(dname + " without setup_context", {
+                "positional": error(lambda x=x: WithCtx.apply(x, 2.0)),
+                "k=": error(lambda x=x: WithCtx.apply(x, k=2.0)),
+                "x=": error(lambda x=x: WithCtx.apply(x=x)),
+                "y= after k": error(lambda x=x, t=t: WithCtx.apply(x, 2.0, y=t)),
+                "y= and k=": error(lambda x=x, t=t: WithCtx.apply(x, y=t, k=2.0)),
+                "y= alone": error(lambda x=x, t=t: WithCtx.apply(x, y=t)),
+                "k twice": error(lambda x=x: WithCtx.apply(x, 2.0, k=2.0)),
+                "unknown": error(lambda x=x: WithCtx.apply(x, j=2.0)),
+            })
+            WithCtx.apply(x, 2.0, y=t).sum().backward()
+            log(dname + " keyword tensor's gradient", [x.grad, t.grad])
+    entries = dict(differential(prog).entries)
+    assert set(entries["float32"].values()) == {"TypeError"}
+    placed = entries["float32 without setup_context"]
+    assert placed["y= alone"] == "TypeError" and placed["y= after k"][1] == 2
