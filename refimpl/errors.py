@@ -312,6 +312,13 @@ def dirty_not_returned():  # FUNC-11
                         "outputs of the Function.")
 
 
+def returned_input_saved():  # FUNC-3
+    return RuntimeError(
+        "An input that has been returned as-is as output is being saved for backward. This is "
+        "not supported if you override setup_context. You should return and save a view of the "
+        "input instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself.")
+
+
 def dirty_view_outputs():  # FUNC-11
     return RuntimeError(
         "If your Function modifies inplace an input that is a view of another Tensor, your "

@@ -35,6 +35,7 @@ class FunctionCtx:
         self._to_save, self._dirty, self._non_differentiable = (), (), ()
         self._materialize = True
         self._node = None
+        self._setup = False     # filled by setup_context (FUNC-3)
 
     def save_for_backward(self, *tensors):
         self._to_save = tensors
@@ -122,6 +123,7 @@ class Function:
         with grad_mode.no_grad():  # FUNC-1, FUNC-3
             if setup:
                 result = cls.forward(*args)
+                ctx._setup = True
                 cls.setup_context(ctx, args, result)
             else:
                 result = cls.forward(ctx, *args)
@@ -257,7 +259,11 @@ def _output(node, i, o, ctx, args):
         return o
     # marked non-differentiable (FUNC-12), or of a dtype that cannot require grad (FUNC-1):
     # not recorded; its backward still gets zeros of its dtype (FUNC-9)
-    if any(o is d for d in ctx._non_differentiable) or not o._dtype.is_floating_point:
+    marked = any(o is d for d in ctx._non_differentiable) or not o._dtype.is_floating_point
+    if is_input and ctx._setup and any(o is s for s in ctx._to_save) and not (
+            o.requires_grad and (marked or node is None)):  # FUNC-3: one not detached
+        raise errors.returned_input_saved()
+    if marked:
         return o.detach() if is_input else _unrecorded(o)
     if is_input:  # a view of it, made in the Function (FUNC-14)
         if node is None and o.requires_grad:    # not recorded: a detached alias

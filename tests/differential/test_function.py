@@ -1536,3 +1536,64 @@ def test_what_torch_2_13_does_with_arguments_that_do_not_bind(differential):
     assert set(entries["float32"].values()) == {"TypeError"}
     placed = entries["float32 without setup_context"]
     assert placed["y= alone"] == "TypeError" and placed["y= after k"][1] == 2
+
+
+@pytest.mark.clause("FUNC-3")
+@pytest.mark.parametrize("saved", ["output", "input", "both", "another input", "nothing"])
+@pytest.mark.parametrize("mode", ["recorded", "no input requires grad", "no_grad",
+                                  "no_grad, no input requires grad", "inference"])
+def test_setup_context_may_not_save_an_input_returned_as_it_is(differential, saved, mode):
+    """With setup_context, saving an input that forward returns as it is raises
+    RETURNED_INPUT_SAVED, whether or not an argument requires grad, except with grad mode off
+    for an input that requires grad (it comes back detached); an integer input too; a forward
+    that takes ctx may save it (refimpl raised nothing)."""
+    def prog(torch, log):
+        class Same(torch.autograd.Function):
+            @staticmethod
+            def forward(x, w):
+                return x, x * w
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                kept = {"output": output[:1], "input": inputs[:1], "both": (inputs[0], output[0]),
+                        "another input": inputs[1:], "nothing": ()}[saved]
+                ctx.save_for_backward(*kept)
+
+            @staticmethod
+            def backward(ctx, g, gw):
+                _ = ctx.saved_tensors
+                return g + gw * 2, None
+
+        class SameCtx(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x)
+                return x, x * w
+
+            @staticmethod
+            def backward(ctx, g, gw):
+                x, = ctx.saved_tensors
+                return g + gw * 2 + x * 0, None
+
+        rg = mode in ("recorded", "no_grad", "inference")
+        grad_mode = {"no_grad": torch.no_grad, "no_grad, no input requires grad": torch.no_grad,
+                     "inference": torch.inference_mode}.get(mode, torch.enable_grad)
+        for dname, dt in _dtypes(torch).items():
+            for sname, v in SHAPES.items():
+                label = f"{dname} {sname}"
+                for F in (Same, SameCtx):
+                    x = torch.tensor(v, dtype=dt, requires_grad=rg)
+                    w = torch.tensor(2.0, dtype=dt)
+                    with grad_mode():
+                        out = log.attempt(f"{label} {F.__name__}", lambda F=F, x=x, w=w:
+                                          F.apply(x, w))
+                    if out is not None:
+                        log(f"{label} {F.__name__} out", [out[0] is x, out[0].requires_grad, out])
+                n = torch.tensor([1, 2] if sname != "0-d" else 3)
+                with grad_mode():
+                    log.attempt(label + " an integer input", lambda n=n, w=w: Same.apply(n, w))
+    entries = dict(differential(prog).entries)
+    raised = entries["float32 1-d Same"] == ("raises", "RETURNED_INPUT_SAVED")
+    assert raised == (saved not in ("another input", "nothing") and
+                      mode not in ("no_grad", "inference"))
+    assert entries["float32 1-d SameCtx"] == "ok"
