@@ -19,9 +19,8 @@ import warnings
 import weakref
 
 from . import errors, grad_mode, saved_hooks
-from .node import FREED, AccumulateGrad, Node, SavedValue
 from . import node as node_module
-from .node import NO_VERSION, AccumulateGrad, Node, SavedValue
+from .node import FREED, NO_VERSION, AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
 from .saved_hooks import HookedValue
 from .tensor import Tensor, edge, wrap
