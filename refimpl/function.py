@@ -138,8 +138,8 @@ class Function:
             node.seq = seq
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
-            node.save(*(None if t is None else _hooked(t, node)  # names the node (VER-7)
-                        for t in ctx._to_save))
+            node.save(*(None if t is None else _hooked(t, node, outs)  # names the node
+                        for t in ctx._to_save))                         # (VER-7)
         return outs if isinstance(result, tuple) else outs[0]
 
 
@@ -174,13 +174,14 @@ def _placed(forward, args, kwargs, setup):
     return tuple(slots)
 
 
-def _hooked(t, node):
+def _hooked(t, node, outs):
     """t saved by node, packed by the hooks in force (SAVED-1); a packed one keeps the edge
     its unpacked value gets (SAVED-12): the node itself (as its output number) for one of its
     own outputs, which would otherwise hold the node from its own saved values."""
     value = saved_hooks.hook(_saved(t, node), t, tensors=True)
     if isinstance(value, HookedValue):
-        value.edge = ("node", t._output_nr) if t._grad_fn is node else edge(t)
+        place = next((i for i, o in enumerate(outs) if o is t), None)   # (a dirty view's
+        value.edge = ("node", place) if place is not None else edge(t)  # grad_fn is rebuilt)
     return value
 
 

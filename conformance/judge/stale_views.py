@@ -35,6 +35,8 @@ class StaleViews:
         self.held: dict[str, int] = {}      # tensor -> the counter of its .grad, where a name
         #                                     holds it (GRAD-3): a plain pass adds into it
         self.hooks: set[str] = set()        # labels of hooks registered on a stale view
+        self.op_read: set[str] = set()      # stale views an op recorded at top level read
+        #                                     since (a read the other reads do not count)
         self._ids = itertools.count(1)
 
     def registers_on_stale(self, s: Stmt, kind: Any) -> bool:
@@ -49,6 +51,8 @@ class StaleViews:
         if self.stale:
             self.stale.difference_update(n for n in kind.reads_history(s)
                                          if not (kind.retains_target and n in self.retaining))
+            if kind.records_op and "." not in (o.path or "") and o.status == e.status == "ok":
+                self.op_read.update(n for n in kind.refs(s) if n in self.stale)
         if kind.retains_target and s.target in self.views:
             self.retaining.add(s.target)
         for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
@@ -60,17 +64,26 @@ class StaleViews:
             if not refused or kind.wrote_if_refused(s, (o.error, e.error)):
                 unrecorded = refused or kind.writes_via_view or "." in (o.path or "")
                 c = self.counter.get(s.target or "")
-                self.stale.update(v for v in self.views if self.counter.get(v) == c and (
-                    v != s.target or unrecorded))
+                self._written({v for v in self.views if self.counter.get(v) == c and (
+                    v != s.target or unrecorded)})
             return []
         if kind.fills_grads and not s.params.get("create_graph"):   # (even one that failed
             held = set(self.held.values())                          # partway, UNSPEC-1)
-            self.stale.update(v for v in self.views if self.counter.get(v) in held)
+            self._written({v for v in self.views if self.counter.get(v) in held})
         hooked = [n for n in kind.hooked_tensors(s) if n in self.stale]
         if hooked:
             self.hooks.update(kind.hook_labels(s))
         self._bind(s, kind)
         return hooked if hooked and kind.hook_rewrites(s) else []
+
+    def _written(self, views: set[str]) -> None:
+        self.stale |= views
+        self.op_read -= views
+
+    def unread_retained(self) -> set[str]:
+        """Stale views that retain their .grad and that nothing has read since the write, an
+        op recorded on them included: what a pass leaves in their .grad is open (RETAIN-6)."""
+        return (self.stale - self.op_read) & self.retaining
 
     def _bind(self, s: Stmt, kind: Any) -> None:
         bound = kind.binds(s)
@@ -78,7 +91,7 @@ class StaleViews:
         for name in bound:
             self.counter[name] = self.counter[s.target] if shared else next(self._ids)
         guarded_target = s.target in self.guarded      # (read first: `r = r[0]`)
-        for names in (self.views, self.guarded, self.stale, self.retaining):
+        for names in (self.views, self.guarded, self.stale, self.retaining, self.op_read):
             names.difference_update(bound)
         if kind.makes_view(s):
             self.views.update(bound)

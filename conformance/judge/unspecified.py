@@ -114,7 +114,7 @@ class Unspecified:
         self._tally(s, kind)
         stale = self.stale_views
         if kind.backward_pass and stale.stale:      # a stale view's retained .grad: what a
-            self.lost.update(stale.stale & stale.retaining)     # pass leaves there is open
+            self.lost.update(stale.unread_retained())   # pass leaves there is open
         self._pass_open(s, kind, stale.update(s, kind, o, e))   # (UNSPEC-17, RETAIN-6)
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
@@ -161,6 +161,7 @@ class Unspecified:
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
             self.versionless.discard(name)
+            self.lost.discard(name)         # (its .grad is its own)
             self.graph_open.pop(name, None)
             if into_graph:                  # its edges may lead into a gradient's graph
                 self.graph_open[name] = 1

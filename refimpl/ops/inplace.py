@@ -247,7 +247,8 @@ def _fill_tensor_bw(node, g):
 
 
 def copy_(a, src):                          # CopyBackwards; saves: nothing
-    check_inplace(a, (src,))
+    # torch checks only a target of a differentiable dtype: an integer one takes cast values
+    check_inplace(a, (src,) if a._dtype.is_floating_point else ())  # (INPLACE-10)
     check_overlap(a, src)
     xp, be, arr = a._be.xp, a._be, src._data
     if src._dtype is not a._dtype:

@@ -1104,12 +1104,17 @@ def test_a_legacy_dirty_call_wrote_nothing_and_leaves_its_target_compared(torch_
     assert [d.path for d in compare(p, o, e)] == ["2", "3"]
 
 
-@pytest.mark.parametrize("read", [False, True])
+_READS = {"nothing": [], "is_leaf": [obs("v", "is_leaf")],
+          "an op recorded on it": [S("call", out="r", args=["v"], params={"fn": "sum"})]}
+
+
+@pytest.mark.parametrize("read", list(_READS))
 def test_a_stale_retained_views_grad_after_a_pass_is_open_until_its_history_is_read(
         torch_engine, read):
     """A view that retains its gradient, written through its base: what a pass through a
     graph recorded before the write leaves in its .grad is open (UNSPEC-17, RETAIN-6) while
-    nothing has read the view's grad_fn since; after such a read it is compared."""
+    nothing has read the view's grad_fn since (an op recorded on it reads it too); after such
+    a read it is compared."""
     p = Program([leaf("x", [1.0, 2.0, 3.0, 4.0], [4], rg=True),
                  S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
                  S("view", out="v", target="y",
@@ -1118,16 +1123,21 @@ def test_a_stale_retained_views_grad_after_a_pass_is_open_until_its_history_is_r
                  S("call", out="m", args=["v", 10.0], params={"fn": "mul"}),
                  S("call", out="s", args=["m"], params={"fn": "sum"}),
                  S("inplace", target="y", args=[3.0], params={"fn": "mul_", "kw": {}}),
-                 *([obs("v", "is_leaf")] if read else []),
-                 S("backward", target="s", params={}), obs("v", "grad"), obs("x", "grad")])
+                 *_READS[read],
+                 S("backward", target="s", params={}), obs("v", "grad"), obs("x", "grad"),
+                 leaf("v", [1.0, 2.0], [2], rg=True),    # v bound afresh: its .grad is its own
+                 S("call", out="t", args=["v"], params={"fn": "sum"}),
+                 S("backward", target="t", params={}), obs("v", "grad")])
     o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
-    last = str(len(p.statements) - 2)
-    assert o.by_path()[last].value == (None if read else [10.0, 10.0])
+    n = len(p.statements)
+    vgrad, xgrad, fresh = str(n - 6), str(n - 5), str(n - 1)
+    assert o.by_path()[vgrad].value == ([10.0, 10.0] if read == "nothing" else None)
     assert compare(p, o, e) == []
-    e.by_path()[last].value = [7.0, 7.0]
-    e.by_path()[str(len(p.statements) - 1)].value = [0.0, 9.0, 9.0, 0.0]
+    e.by_path()[vgrad].value = [7.0, 7.0]
+    e.by_path()[xgrad].value = [0.0, 9.0, 9.0, 0.0]
+    e.by_path()[fresh].value = [5.0, 5.0]
     assert [d.path for d in compare(p, o, e)] == (
-        [last, str(len(p.statements) - 1)] if read else [str(len(p.statements) - 1)])
+        [xgrad, fresh] if read == "nothing" else [vgrad, xgrad, fresh])
 
 
 def test_torch_refuses_every_in_place_write_before_it_counts_one():

@@ -205,8 +205,10 @@ def test_plain_tensors_pick_up_history_from_written_values(differential):
 def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, target):
     """copy_ and setitem of a value that requires grad into an integer or bool tensor cast the
     values: the tensor stays a leaf that does not require grad, and a graph computed from it
-    has nothing to differentiate; fill_ with a 0-d value that requires grad records
-    FillBackward3 (torch 2.13's exception, kept)."""
+    has nothing to differentiate, and a view of one taken under no_grad or from a split is
+    written, not refused; fill_ with a 0-d value that requires grad records FillBackward3, and
+    a setitem of one into a part with a dimension goes through fill_ (torch 2.13's
+    exceptions, kept)."""
     def prog(torch, log):
         dt = getattr(torch, target)
         for wdt in (torch.float32, torch.float64):
@@ -224,9 +226,23 @@ def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, t
             b = torch.zeros(3, dtype=dt)
             b.fill_(w[0])
             log(f"{wdt} fill_", [b.requires_grad, b.grad_fn.name(), b])
+            for index in (0, slice(1, 2), slice(1, None), Ellipsis):    # a 0-d value: fill_
+                b = torch.zeros(3, dtype=dt)                            # where the part has
+                b[index] = w[1]                                         # a dimension
+                log(f"{wdt} 0-d value at {index}", [b.requires_grad, b.is_leaf, b])
+            base = torch.tensor([1.0, 2.0], requires_grad=True)
+            with torch.no_grad():
+                guarded = {"a no_grad view": torch.zeros(3, dtype=dt)[1:]}
+            guarded["a split output"] = torch.zeros(4, dtype=dt).split(2)[1]
+            for name, v in guarded.items():
+                log.attempt(f"{wdt} copy_ into {name}", lambda v=v, w=w: v.copy_(w))
+                log.attempt(f"{wdt} setitem into {name}", lambda v=v, b=base: v.__setitem__(
+                    slice(None), b * 2))
+                log(f"{wdt} {name} after", [v, v.requires_grad])
     entries = dict(differential(prog).entries)
     assert entries["torch.float32 copy_ into a view"][:3] == [False, True, True]
     assert entries["torch.float64 copy_ into a view: backward"] == ("raises", "NO_GRAD_FN")
+    assert entries["torch.float32 copy_ into a no_grad view"] == "ok"
 
 
 @pytest.mark.clause("INPLACE-11")
