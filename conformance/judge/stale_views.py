@@ -7,8 +7,9 @@ not `.data`, which has its own, VER-6), an indexed assignment into the view, an 
 the view with grad mode off (taken here for any inside a grad-mode block: the comparator does
 not follow the mode), a custom Function's forward writing what apply then refuses (FUNC-11:
 `Kind.wrote_if_refused`; any other refused write wrote nothing) and a backward adding into the
-`.grad` it is a view of. The next read of
-its grad_fn rebuilds it (`Kind.reads_history`). Until then a hook put on the view through
+`.grad` it is a view of. The next read of its grad_fn rebuilds it (`Kind.reads_history`, and
+an op recorded on it at top level, `Kind.records_op`, where grad mode is taken as on). Until
+then what a pass leaves in its retained `.grad` is open (RETAIN-6), and a hook put on it through
 Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes registering it,
 or never calls it when the view had a hook before the write; on an output of a multi-output
 view or of a custom Function (`Kind.guarded_view`) it registers it or refuses it. The hook's
@@ -36,13 +37,16 @@ class StaleViews:
         #                                     holds it (GRAD-3): a plain pass adds into it
         self.hooks: set[str] = set()        # labels of hooks registered on a stale view
         self.op_read: set[str] = set()      # stale views an op recorded at top level read
-        #                                     since (a read the other reads do not count)
+        #                                     since (counted apart from `stale`, which the
+        #                                     other reads clear: a view an op read under a
+        #                                     grad-mode block may still be stale)
         self._ids = itertools.count(1)
 
     def registers_on_stale(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement puts a hook on a stale output of a multi-output view or of
         a custom Function: whether it is refused is open."""
         return bool(self.stale) and any(n in self.stale and n in self.guarded
+                                        and n not in self.op_read
                                         for n in kind.hooked_tensors(s))
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> list[str]:
@@ -70,7 +74,8 @@ class StaleViews:
         if kind.fills_grads and not s.params.get("create_graph"):   # (even one that failed
             held = set(self.held.values())                          # partway, UNSPEC-1)
             self._written({v for v in self.views if self.counter.get(v) in held})
-        hooked = [n for n in kind.hooked_tensors(s) if n in self.stale]
+        hooked = [n for n in kind.hooked_tensors(s)
+                  if n in self.stale and n not in self.op_read]
         if hooked:
             self.hooks.update(kind.hook_labels(s))
         self._bind(s, kind)

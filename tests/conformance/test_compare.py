@@ -999,6 +999,8 @@ _ADD_B = S("inplace", target="b", args=[1.0], params={"fn": "add_"})
 
 
 @pytest.mark.parametrize("case, write, before_hook, pre", [
+    ("read again by an op recorded on it", [_ADD_B],
+     [S("call", out="r", args=["v", 2.0], params={"fn": "mul"})], []),
     ("through .data, its own counter", [S("data", out="d", target="b"),
                                         S("inplace", target="d", args=[1.0],
                                               params={"fn": "add_"})], [], []),
