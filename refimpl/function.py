@@ -259,11 +259,12 @@ def _output(node, i, o, ctx, args):
         return o
     # marked non-differentiable (FUNC-12), or of a dtype that cannot require grad (FUNC-1):
     # not recorded; its backward still gets zeros of its dtype (FUNC-9)
-    marked = any(o is d for d in ctx._non_differentiable) or not o._dtype.is_floating_point
+    explicit = any(o is d for d in ctx._non_differentiable)
+    marked = explicit or not o._dtype.is_floating_point
     if is_input and ctx._setup and any(o is s for s in ctx._to_save) and not (
             o.requires_grad and (marked or node is None)):  # FUNC-3: one not detached
         raise errors.returned_input_saved()
-    if marked:
+    if marked and not (is_input and not explicit):  # (an integer input: a view, FUNC-14)
         return o.detach() if is_input else _unrecorded(o)
     if is_input:  # a view of it, made in the Function (FUNC-14)
         if node is None and o.requires_grad:    # not recorded: a detached alias
@@ -272,6 +273,8 @@ def _output(node, i, o, ctx, args):
         view._base = o._base if o._base is not None else o
         view._view_chain, view._view_version = o._view_chain or (), o._vc[0]
         view._view_no_grad = errors.CUSTOM_FUNCTION_VIEW if node is not None else False
+        if marked:      # an integer input: a view that records nothing (FUNC-1)
+            return view
         o = view
     elif o._base is not None and node is not None:  # a view of an input made in forward
         o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW

@@ -1597,3 +1597,31 @@ def test_setup_context_may_not_save_an_input_returned_as_it_is(differential, sav
     assert raised == (saved not in ("another input", "nothing") and
                       mode not in ("no_grad", "inference"))
     assert entries["float32 1-d SameCtx"] == "ok"
+
+
+@pytest.mark.clause("FUNC-14")
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside a float argument"])
+def test_an_integer_input_returned_as_it_is_comes_back_as_a_view(differential, dtype, beside):
+    """An input of an integer or bool dtype that forward returns unchanged comes back as a
+    view of it, as a float one does: a new object, its _base the input, sharing its version
+    counter; it requires no grad, in any grad mode, recorded beside another argument or not."""
+    def prog(torch, log):
+        class Same(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, c):
+                return x * 2, c
+
+            @staticmethod
+            def backward(ctx, g, gc):
+                return g * 2, None
+
+        for grad in (True, False):
+            c = torch.tensor([1, 0, 1]) if dtype == "int64" else torch.tensor([True, False])
+            x = torch.tensor([1.0, 2.0], requires_grad=beside)
+            with torch.set_grad_enabled(grad):
+                _, d = Same.apply(x, c)
+            log(f"grad {grad}", [d is c, d._base is c, d.requires_grad, d.grad_fn is None])
+            d[0] = 0 if dtype == "int64" else False
+            log(f"grad {grad} written through it", [c, c._version, d._version])
+    differential(prog)
