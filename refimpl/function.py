@@ -180,8 +180,9 @@ def _hooked(t, node, outs):
     own outputs, which would otherwise hold the node from its own saved values."""
     value = saved_hooks.hook(_saved(t, node), t, tensors=True)
     if isinstance(value, HookedValue):
-        place = next((i for i, o in enumerate(outs) if o is t), None)   # (a dirty view's
-        value.edge = ("node", place) if place is not None else edge(t)  # grad_fn is rebuilt)
+        places = [i for i, o in enumerate(outs) if o is t]  # (a dirty view's grad_fn is
+        value.edge = ("node", places[-1]) if places else edge(t)    # rebuilt; the last
+        #                                                             place, as _output's)
     return value
 
 

@@ -7,9 +7,10 @@ not `.data`, which has its own, VER-6), an indexed assignment into the view, an 
 the view with grad mode off (taken here for any inside a grad-mode block: the comparator does
 not follow the mode), a custom Function's forward writing what apply then refuses (FUNC-11:
 `Kind.wrote_if_refused`; any other refused write wrote nothing) and a backward adding into the
-`.grad` it is a view of. The next read of its grad_fn rebuilds it (`Kind.reads_history`, and
-an op recorded on it at top level, `Kind.records_op`, where grad mode is taken as on). Until
-then what a pass leaves in its retained `.grad` is open (RETAIN-6), and a hook put on it through
+`.grad` it is a view of. The next read of its grad_fn rebuilds it (`Kind.reads_history`; an op
+recorded on it reads it too, but a statement naming it does not tell whether its op recorded:
+not counted, which leaves more open than UNSPEC-17 does). Until then what a pass leaves in
+its retained `.grad` is open (RETAIN-6), and a hook put on it through
 Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes registering it,
 or never calls it when the view had a hook before the write; on an output of a multi-output
 view or of a custom Function (`Kind.guarded_view`) it registers it or refuses it. The hook's
@@ -36,17 +37,12 @@ class StaleViews:
         self.held: dict[str, int] = {}      # tensor -> the counter of its .grad, where a name
         #                                     holds it (GRAD-3): a plain pass adds into it
         self.hooks: set[str] = set()        # labels of hooks registered on a stale view
-        self.op_read: set[str] = set()      # stale views an op recorded at top level read
-        #                                     since (counted apart from `stale`, which the
-        #                                     other reads clear: a view an op read under a
-        #                                     grad-mode block may still be stale)
         self._ids = itertools.count(1)
 
     def registers_on_stale(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement puts a hook on a stale output of a multi-output view or of
         a custom Function: whether it is refused is open."""
         return bool(self.stale) and any(n in self.stale and n in self.guarded
-                                        and n not in self.op_read
                                         for n in kind.hooked_tensors(s))
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> list[str]:
@@ -55,8 +51,6 @@ class StaleViews:
         if self.stale:
             self.stale.difference_update(n for n in kind.reads_history(s)
                                          if not (kind.retains_target and n in self.retaining))
-            if kind.records_op and "." not in (o.path or "") and o.status == e.status == "ok":
-                self.op_read.update(n for n in kind.refs(s) if n in self.stale)
         if kind.retains_target and s.target in self.views:
             self.retaining.add(s.target)
         for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
@@ -74,8 +68,7 @@ class StaleViews:
         if kind.fills_grads and not s.params.get("create_graph"):   # (even one that failed
             held = set(self.held.values())                          # partway, UNSPEC-1)
             self._written({v for v in self.views if self.counter.get(v) in held})
-        hooked = [n for n in kind.hooked_tensors(s)
-                  if n in self.stale and n not in self.op_read]
+        hooked = [n for n in kind.hooked_tensors(s) if n in self.stale]
         if hooked:
             self.hooks.update(kind.hook_labels(s))
         self._bind(s, kind)
@@ -83,12 +76,13 @@ class StaleViews:
 
     def _written(self, views: set[str]) -> None:
         self.stale |= views
-        self.op_read -= views
 
     def unread_retained(self) -> set[str]:
-        """Stale views that retain their .grad and that nothing has read since the write, an
-        op recorded on them included: what a pass leaves in their .grad is open (RETAIN-6)."""
-        return (self.stale - self.op_read) & self.retaining
+        """Stale views that retain their .grad: what a pass leaves in their .grad is open
+        (RETAIN-6) until something reads their history. An op recorded on one reads it too,
+        but not every op a statement names records one (a comparison, a cast to its own
+        dtype, an operand that requires no grad): those are not counted, as for hooks."""
+        return self.stale & self.retaining
 
     def _bind(self, s: Stmt, kind: Any) -> None:
         bound = kind.binds(s)
@@ -96,7 +90,7 @@ class StaleViews:
         for name in bound:
             self.counter[name] = self.counter[s.target] if shared else next(self._ids)
         guarded_target = s.target in self.guarded      # (read first: `r = r[0]`)
-        for names in (self.views, self.guarded, self.stale, self.retaining, self.op_read):
+        for names in (self.views, self.guarded, self.stale, self.retaining):
             names.difference_update(bound)
         if kind.makes_view(s):
             self.views.update(bound)

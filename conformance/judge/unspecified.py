@@ -161,7 +161,6 @@ class Unspecified:
         for name in bound:                  # a fresh tensor under an old name
             self.group[name] = next(self.storages)
             self.versionless.discard(name)
-            self.lost.discard(name)         # (its .grad is its own)
             self.graph_open.pop(name, None)
             if into_graph:                  # its edges may lead into a gradient's graph
                 self.graph_open[name] = 1

@@ -58,7 +58,6 @@ def _run(x: Any, s: Any) -> Any:
 @kind
 class Function(Kind):
     name = "function"
-    records_op = True
     param_keys = ("fn", "legacy", "outs")
     caps = ("custom_function",)
     weight = 8

@@ -83,8 +83,6 @@ class Kind:
     #                                         rebuilds lazily after a write through an alias
     guarded_view: ClassVar[bool] = False    # ... one that refuses in-place writes (VIEW-7,
     #                                         FUNC-14): register_hook may refuse it then
-    records_op: ClassVar[bool] = False      # an op recorded on its operands reads each one's
-    #                                         history (UNSPEC-17) where grad mode is on
     writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
     #                                         (t[i] = v): not recorded on a view target
 

@@ -200,7 +200,7 @@ def test_plain_tensors_pick_up_history_from_written_values(differential):
     differential(prog)
 
 
-@pytest.mark.clause("INPLACE-10")
+@pytest.mark.clause("INPLACE-10", "MODE-9", "VIEW-7", "INFER-7")
 @pytest.mark.parametrize("target", ["int64", "bool"])
 def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, target):
     """copy_ and setitem of a value that requires grad into an integer or bool tensor cast the
@@ -211,6 +211,7 @@ def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, t
     exceptions, kept)."""
     def prog(torch, log):
         dt = getattr(torch, target)
+        normal = torch.zeros(3, dtype=dt)     # made outside inference mode
         for wdt in (torch.float32, torch.float64):
             w = torch.tensor([1.5, 2.5], dtype=wdt, requires_grad=True)
             writes = {"setitem of a slice": lambda b, w=w: b.__setitem__(slice(1, None), w),
@@ -234,15 +235,21 @@ def test_a_copy_into_an_integer_tensor_casts_and_records_nothing(differential, t
             with torch.no_grad():
                 guarded = {"a no_grad view": torch.zeros(3, dtype=dt)[1:]}
             guarded["a split output"] = torch.zeros(4, dtype=dt).split(2)[1]
+            with torch.inference_mode():
+                guarded["an inference-mode view"] = normal[1:]
             for name, v in guarded.items():
                 log.attempt(f"{wdt} copy_ into {name}", lambda v=v, w=w: v.copy_(w))
                 log.attempt(f"{wdt} setitem into {name}", lambda v=v, b=base: v.__setitem__(
                     slice(None), b * 2))
+                log.attempt(f"{wdt} 0-d setitem into {name}, by fill_",
+                            lambda v=v, w=w: v.__setitem__(Ellipsis, w[0]))
                 log(f"{wdt} {name} after", [v, v.requires_grad])
     entries = dict(differential(prog).entries)
     assert entries["torch.float32 copy_ into a view"][:3] == [False, True, True]
     assert entries["torch.float64 copy_ into a view: backward"] == ("raises", "NO_GRAD_FN")
     assert entries["torch.float32 copy_ into a no_grad view"] == "ok"
+    assert entries["torch.float32 0-d setitem into a no_grad view, by fill_"] == (
+        "raises", "NO_GRAD_VIEW_INPLACE")
 
 
 @pytest.mark.clause("INPLACE-11")
