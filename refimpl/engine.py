@@ -183,13 +183,16 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
     # summed to its input's shape and cast to its dtype
     outs = []
     keep_all = wanted is True or fn.materializes
-    for i, ((nxt, _), meta, out) in enumerate(zip(fn.next_functions, fn.in_meta, outputs,
-                                                  strict=False)):
+    for i, ((nxt, nr), meta, out) in enumerate(zip(fn.next_functions, fn.in_meta, outputs,
+                                                   strict=False)):
         if nxt is None or out is None or not (keep_all or wanted(nxt)):
             out = None
         elif meta is not None:
             if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)
                 meta = (meta[0], grad_dtype_of(nxt.variable))
+            elif nxt.out_meta is not None and nxt.out_meta[nr] is not None:
+                meta = (meta[0], nxt.out_meta[nr][1])   # a custom Function's output: an
+                #                                         input it returned keeps its own
             out = _validate(fn, i, out, meta, be)
         outs.append(out)
     outputs = tuple(outs)

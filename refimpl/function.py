@@ -23,7 +23,7 @@ from . import node as node_module
 from .node import FREED, NO_VERSION, AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
 from .saved_hooks import HookedValue
-from .tensor import Tensor, edge, wrap
+from .tensor import Tensor, edge, grad_dtype_of, wrap
 
 
 class FunctionCtx:
@@ -221,8 +221,10 @@ def _node(cls, ctx, args, outs, edges):
                               for t, e in zip(tensors, edges, strict=True)), ctx)
     node.n_outputs, node.cls, node.be = len(outs), cls, tensors[0]._be
     node.arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
-    node.out_meta = tuple((o._data.shape, o._dtype) if isinstance(o, Tensor) else None
-                          for o in outs)
+    # an input returned as it is keeps its grad_dtype here (LEAF-9): the gradients this node
+    # gets for it are cast to it, as torch 2.13 takes the input's metadata for the output
+    node.out_meta = tuple(None if not isinstance(o, Tensor) else (o._data.shape, grad_dtype_of(
+        o) if any(o is a for a in args) else o._dtype) for o in outs)
     ctx._node = node
     return node
 

@@ -71,6 +71,7 @@ class Node:
     """One backward function: `backward(node, grad)` returns a tuple, one grad per input."""
     n_outputs = 1         # a custom Function's node may have more (refimpl/function.py)
     materializes = False  # a custom Function's node runs on undefined gradients too
+    out_meta = None       # a custom Function's node: (shape, dtype) of each output
     __slots__ = ("_name", "backward", "next_functions", "in_meta", "saved", "info", "seq",
                  "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retains_grad", "__weakref__")
 

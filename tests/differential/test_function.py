@@ -1625,3 +1625,36 @@ def test_an_integer_input_returned_as_it_is_comes_back_as_a_view(differential, d
             d[0] = 0 if dtype == "int64" else False
             log(f"grad {grad} written through it", [c, c._version, d._version])
     differential(prog)
+
+
+@pytest.mark.clause("FUNC-14", "LEAF-9")
+@pytest.mark.parametrize("grad_dtype", ["float64", "None", "unset"])
+@pytest.mark.parametrize("returned", ["the input", "a view made in forward"])
+def test_gradients_for_a_returned_input_are_cast_to_its_grad_dtype(differential, grad_dtype,
+                                                                   returned):
+    """The gradients a Function's node gets for an input returned as it is are cast to that
+    leaf input's grad_dtype before its hooks and backward see them; a view forward makes of
+    it is an output of its own dtype."""
+    def prog(torch, log):
+        got = []
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x if returned == "the input" else x[:]
+
+            @staticmethod
+            def backward(ctx, g):
+                got.append(("backward", str(g.dtype)))
+                return g
+
+        for shape in ((3,), (2, 2)):
+            got.clear()
+            x = torch.ones(shape, requires_grad=True)
+            if grad_dtype != "unset":
+                x.grad_dtype = None if grad_dtype == "None" else torch.float64
+            v = F.apply(x)
+            v.register_hook(lambda g: got.append(("hook", str(g.dtype))))
+            (v * torch.full(shape, 2.0)).sum().backward()
+            log(f"{shape}", [list(got), str(x.grad.dtype), x.grad])
+    differential(prog)
