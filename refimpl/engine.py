@@ -185,8 +185,10 @@ def _call(fn, grad, be, keep_graph, wanted, graphed):
     keep_all = wanted is True or fn.materializes
     for i, ((nxt, nr), meta, out) in enumerate(zip(fn.next_functions, fn.in_meta, outputs,
                                                    strict=False)):
-        if nxt is None or out is None or not (keep_all or wanted(nxt)):
-            out = None
+        if out is None or not (keep_all or (nxt is not None and wanted(nxt))):
+            out = None      # (a custom Function's node keeps even one for an argument that
+        elif nxt is None:   # requires no grad, for its post-hooks: HOOK-15)
+            out = out if fn.materializes else None
         elif meta is not None:
             if isinstance(nxt, AccumulateGrad):  # the leaf's grad_dtype, read now (LEAF-9)
                 meta = (meta[0], grad_dtype_of(nxt.variable))

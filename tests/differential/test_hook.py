@@ -419,3 +419,35 @@ def test_a_post_hook_sees_what_the_node_computed_for_an_input_the_pass_prunes(
                     got = [b.grad]
                 log(f"{dname} {len(shape)}-d", [seen, got, a.grad])
     differential(prog)
+
+
+@pytest.mark.clause("HOOK-15")
+@pytest.mark.parametrize("plain", [0, 1], ids=["first argument", "second argument"])
+def test_a_functions_post_hook_sees_what_backward_returned_for_an_argument_without_grad(
+        differential, plain):
+    """A custom Function's node passes its post hooks what its backward returned for every
+    argument, one that requires no grad (no next function) included; a built-in op's node
+    computes none for it."""
+    def prog(torch, log):
+        class Both(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, g * 3
+
+        for dt in (torch.float32, torch.float64):
+            seen = []
+            args = [torch.tensor([1.0, -2.0], dtype=dt, requires_grad=i != plain)
+                    for i in range(2)]
+            y = Both.apply(*args)
+            y.grad_fn.register_hook(lambda gi, go, seen=seen: seen.append(
+                ("Both", [None if g is None else g.tolist() for g in gi])))
+            z = args[0] * args[1]
+            z.grad_fn.register_hook(lambda gi, go, seen=seen: seen.append(
+                ("mul", [None if g is None else g.tolist() for g in gi])))
+            (y.sum() + z.sum()).backward()
+            log(f"{dt}", [seen, [a.grad for a in args]])
+    differential(prog)
