@@ -319,6 +319,11 @@ def returned_input_saved():  # FUNC-3
         "input instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself.")
 
 
+def fill_value_not_0d(ndim: int):  # no spec kind: torch's own check, after check_inplace
+    return RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                        f"{ndim} dimensions.")
+
+
 def dirty_view_outputs():  # FUNC-11
     return RuntimeError(
         "If your Function modifies inplace an input that is a view of another Tensor, your "

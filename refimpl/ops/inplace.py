@@ -232,6 +232,8 @@ def fill_(a, value):                        # FillBackward2 (scalar) / FillBackw
     xp = a._be.xp
     if isinstance(value, Tensor):
         check_inplace(a, (value,))
+        if value._data.ndim:
+            raise errors.fill_value_not_0d(value._data.ndim)
         arr = xp.broadcast_to(xp.astype(value._data, a._be.native[a._dtype]), a._data.shape)
         out, _ = record(arr, a._be, "FillBackward3", _fill_tensor_bw, (a, value), xp)
     else:

@@ -473,3 +473,22 @@ def test_writes_to_a_tensor_whose_elements_share_memory_are_refused(differential
         for dt in (torch.float32, torch.float64):
             one(torch, log, dt)
     differential(prog)
+
+
+@pytest.mark.clause("INPLACE-1", "INPLACE-10")
+def test_fill_takes_a_0_d_value_only_after_the_leaf_check(differential):
+    """fill_ with a tensor value of one dimension or more is refused (torch's own check, no
+    spec kind), after the refusal of a leaf that requires grad (LEAF_INPLACE first)."""
+    def prog(torch, log):
+        for dt in (torch.float32, torch.float64):
+            for shape in ((1,), (3,), (1, 1)):
+                value = torch.ones(shape, dtype=dt)
+                log.attempt(f"{dt} {shape} plain", lambda v=value, dt=dt: torch.zeros(
+                    3, dtype=dt).fill_(v))
+                leaf = torch.zeros(3, dtype=dt, requires_grad=True)
+                log.attempt(f"{dt} {shape} leaf", lambda v=value, t=leaf: t.fill_(v))
+            log.attempt(f"{dt} 0-d", lambda dt=dt: torch.zeros(3, dtype=dt).fill_(
+                torch.tensor(2.0, dtype=dt)))
+    entries = dict(differential(prog).entries)
+    assert entries["torch.float32 (3,) leaf"] == ("raises", "LEAF_INPLACE")
+    assert entries["torch.float32 0-d"] == "ok"
