@@ -6,6 +6,8 @@ views, repeated passes); torch's log is the expected one.
 """
 import pytest
 
+from tests.differential.test_function import _twice
+
 
 @pytest.mark.clause("RETAIN-1")
 def test_retained_grads_float64_broadcast_and_view(differential):
@@ -133,24 +135,10 @@ def test_retained_grad_follows_inplace_updates(differential):
     differential(prog)
 
 
-def _scale_dirty(torch):
-    class ScaleDirty(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            t.mul_(3)
-            ctx.mark_dirty(t)
-            return t
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 3
-    return ScaleDirty
-
-
 _VIEW_WRITES = {
     "mul_": lambda torch, v: v.mul_(3),
     "two writes": lambda torch, v: v.mul_(3).add_(1),
-    "a dirty Function": lambda torch, v: _scale_dirty(torch).apply(v),
+    "a dirty Function": lambda torch, v: _twice(torch).apply(v),
 }
 
 
