@@ -139,6 +139,8 @@ class _Run:
                                        for w in caught[start:]) if k]
             del caught[start:]
         if ev.status == "ok":
+            if kind.writes and s.target in env:
+                self._integral(env[s.target], ev)
             if dead:
                 dead.difference_update(kind.binds(s))
         elif not kind.in_place:     # a failed in-place op leaves its target bound
@@ -150,6 +152,13 @@ class _Run:
         e, env = self.e, self.env
         if any(e.requires_grad(env[n]) for n in seeds):
             ev.seed_requires_grad = True
+
+    def _integral(self, t: Any, ev: Event) -> None:
+        """Record that a write left its target, of an integer or bool dtype, requiring grad
+        (INPLACE-10's fill_ exception): what is computed from it is open (UNSPEC-18)."""
+        e = self.e
+        if e.requires_grad(t) and e.dtype(t) in ("int64", "bool"):
+            ev.integral_requires_grad = True
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
         """A statement gradspec cannot express: recorded as such; it binds nothing, and its

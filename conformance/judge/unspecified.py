@@ -59,15 +59,24 @@ class Unspecified:
         #                                     these names is open (their values are not)
         self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
         #                                     requires grad a pass was handed (UNSPEC-3)
+        self.integral: set[str] = set()     # UNSPEC-18: integer or bool tensors that require
+        #                                     grad, and the names of their storage
 
     def depends(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement reads a name whose state is left open (UNSPEC-3), binds a
-        .grad that is (UNSPEC-1: one side may have none) or runs a pass through what a hook on
-        a stale view may have changed (UNSPEC-17): it is not compared at all, and what it
-        makes is open."""
+        .grad that is (UNSPEC-1: one side may have none), runs a pass through what a hook on
+        a stale view may have changed (UNSPEC-17) or computes with an integer tensor that
+        requires grad (UNSPEC-18): it is not compared at all, and what it makes is open."""
         return self.all_open or not self.open.isdisjoint(kind.refs(s)) or (
             not kind.assigns_grad and any(self.grad(t) for t, _ in kind.holds_grad(s))) or (
-            kind.backward_pass and not self.pass_open.isdisjoint(kind.refs(s)))  # UNSPEC-17
+            kind.backward_pass and not self.pass_open.isdisjoint(kind.refs(s))) or (  # UNSPEC-17
+            bool(self.integral) and self._computes_with_integral(s, kind))
+
+    def _computes_with_integral(self, s: Stmt, kind: Any) -> bool:
+        """Whether the statement computes with, writes or runs a pass through an integer or
+        bool tensor that requires grad (UNSPEC-18); observing one is compared."""
+        return (kind.backward_pass or kind.writes or bool(kind.binds(s))) and \
+            not self.integral.isdisjoint(kind.refs(s))
 
     def grad(self, name: str | None) -> bool:
         return (self.after_error and name not in self.reset) or name in self.lost
@@ -142,11 +151,7 @@ class Unspecified:
         if kind.writes:
             self.leaves.discard(s.target or "")     # a leaf written with a graph: INPLACE-15
             g = self.group.get(s.target or "")
-            if "INFERENCE_INPLACE" in (o.error, e.error) or (
-                    kind.wrote_if_refused(s, (o.error, e.error))):
-                # a refused write to an inference tensor (UNSPEC-10), or to a tensor a
-                # custom Function marked dirty (UNSPEC-11), may have written it or not
-                self.open |= self._names(g) | {s.target}
+            self._written(s, kind, g, o, e)
             if g in self.stored:            # a write to a gradient tensor or a view of it, which
                 self.lost.update(self.stored[g])    # a .grad a pass reached through views
                 self.aliased = True                 # may share (UNSPEC-16): what holds a
@@ -178,6 +183,7 @@ class Unspecified:
         if kind.unversioned(s, o.shapes or e.shapes):
             self.versionless.update(bound)
         self.open.difference_update(bound)
+        self.integral.difference_update(bound)
         if tainted:                         # computed from what is open: open too
             self.open.update(bound)
         if o.seed_requires_grad or e.seed_requires_grad:    # a gradient that may be the seed
@@ -186,6 +192,16 @@ class Unspecified:
                 self.seeded.update(self.group)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _written(self, s: Stmt, kind: Any, g: int | None, o: Event, e: Event) -> None:
+        """What a write leaves open of its target and the names of its storage `g`."""
+        if "INFERENCE_INPLACE" in (o.error, e.error) or (
+                kind.wrote_if_refused(s, (o.error, e.error))):
+            # a refused write to an inference tensor (UNSPEC-10), or to a tensor a custom
+            # Function marked dirty (UNSPEC-11), may have written it or not
+            self.open |= self._names(g) | {s.target}
+        if o.integral_requires_grad or e.integral_requires_grad:
+            self.integral |= self._names(g) | {s.target}    # UNSPEC-18
 
     def _pass_open(self, s: Stmt, kind: Any, hooked: list[str]) -> None:
         """A pass through these names is open (UNSPEC-17): the stale views a hook that may

@@ -51,10 +51,13 @@ class Event:
     segment: str | None = None          # id of the unit that ran it (judge/segments.py), if any
     seed_requires_grad: bool | None = None  # True: a pass without create_graph was handed a
     #                                     gradient that requires grad (the comparator: UNSPEC-3)
+    integral_requires_grad: bool | None = None  # True: a write left its integer or bool
+    #                                     target requiring grad (the comparator: UNSPEC-18)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
-        for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad"):
+        for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
+                  "integral_requires_grad"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

@@ -57,7 +57,13 @@ Tensor.__iadd__, Tensor.__isub__ = Tensor.add_, Tensor.sub_
 Tensor.__imul__, Tensor.__itruediv__ = Tensor.mul_, Tensor.div_
 Tensor.__ipow__ = Tensor.pow_
 Tensor.__getitem__ = views.getitem
-Tensor.__setitem__ = views.setitem
+
+
+def _setitem(self, key, value) -> None:     # torch's __setitem__ returns None
+    views.setitem(self, key, value)
+
+
+Tensor.__setitem__ = _setitem
 for _op in ("lt", "le", "gt", "ge", "eq", "ne"):  # bool leaves, never recorded (DERIV-1)
     setattr(Tensor, _op, ew.compare(getattr(operator, _op)))
     setattr(Tensor, f"__{_op}__", getattr(Tensor, _op))

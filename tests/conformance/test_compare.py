@@ -1520,3 +1520,67 @@ def test_a_view_of_a_guarded_view_is_guarded_too(torch_engine, of):
     o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
     assert (o.by_path()["6"].status, e.by_path()["6"].error) == ("ok", "CUSTOM_VIEW_BASE_INPLACE")
     assert compare(p, o, e) == []
+
+
+def _integral_written(dtype: str, write: str, then: str) -> Program:
+    """An integer or bool tensor made to require grad by fill_'s exception (INPLACE-10), its
+    flags and a view's observed, then computed with (`then`) and a pass through a cast."""
+    values = [1, 2, 3, 4, 5, 6] if dtype == "int64" else [True, False, True, True, False, True]
+    writes = {"fill_": S("inplace", target="x", args=["u"], params={"fn": "fill_"}),
+              "setitem": S("setitem", target="x", args=["u"],
+                           params={"index": [{"slice": [0, 1, None]}]})}
+    computes = {"mul": S("call", out="y", args=["x", 2], params={"fn": "mul"}),
+                "clone": S("call", out="y", args=["x"], params={"fn": "clone"}),
+                "view": S("view", out="y", target="x", params={"fn": "view", "kw": {"shape": [6]}})}
+    return Program([
+        leaf("w", [2.0], [], rg=True), leaf("x", values, [2, 3], dtype, rg=False),
+        S("getitem", out="v", target="x", params={"index": [0]}),
+        S("call", out="u", args=["w", 1.0], params={"fn": "mul"}),
+        writes[write],
+        obs("x", "requires_grad"), obs("x", "grad_fn"), obs("v", "grad_fn"), obs("x", "value"),
+        computes[then], obs("y", "grad_fn"),
+        S("call", out="z", args=["x"], params={"fn": "double"}),
+        S("call", out="s", args=["z"], params={"fn": "sum"}),
+        S("backward", target="s", params={}), obs("w", "grad")])
+
+
+@pytest.mark.parametrize("then", ["mul", "clone", "view"])
+@pytest.mark.parametrize("write", ["fill_", "setitem"])
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_what_is_computed_with_an_integral_tensor_requiring_grad_is_open(dtype, write, then,
+                                                                         torch_engine):
+    """UNSPEC-18, INPLACE-10: torch 2.13 refuses most ops on an integer or bool tensor that
+    fill_'s exception made require grad and fails an assertion in a pass through a cast of it;
+    refimpl records them. What is computed with it is not compared; its flags, grad_fn, values
+    and a view's grad_fn are."""
+    p = _integral_written(dtype, write, then)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["4"].integral_requires_grad is e.by_path()["4"].integral_requires_grad \
+        is True
+    assert o.by_path()["13"].status == "error" and e.by_path()["13"].status == "ok"
+    assert compare(p, o, e) == []
+    for at in ("4",):           # without the flag, the open statements diverge
+        o.by_path()[at].integral_requires_grad = e.by_path()[at].integral_requires_grad = None
+    assert "13" in [d.path for d in compare(p, o, e)]
+    o.by_path()["4"].integral_requires_grad = True
+    for at, wrong in (("5", False), ("6", "CopySlices"), ("7", "ViewBackward0")):
+        changed = copy.deepcopy(e)
+        changed.by_path()[at].value = wrong
+        assert [d.path for d in compare(p, o, changed)] == [at]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32"])
+def test_a_write_that_leaves_no_integral_tensor_requiring_grad_is_not_flagged(dtype,
+                                                                             torch_engine):
+    """The executor flags only a write that leaves an integer or bool tensor requiring grad:
+    not copy_ into an integer tensor (INPLACE-10: it casts and records nothing), nor any write
+    into a floating one."""
+    values = [1, 2] if dtype == "int64" else [1.0, 2.0]
+    p = Program([leaf("w", [2.0, 3.0], [2], rg=True), leaf("x", values, [2], dtype, rg=False),
+                 S("call", out="u", args=["w", 1.0], params={"fn": "mul"}),
+                 S("inplace", target="x", args=["u"], params={"fn": "copy_"}),
+                 S("inplace", target="x", args=[1.0], params={"fn": "fill_"})])
+    for engine in (torch_engine, load_engine("refimpl")):
+        t = execute(p, engine)
+        assert [ev.status for ev in t.events] == ["ok"] * 5
+        assert [ev.integral_requires_grad for ev in t.events] == [None] * 5

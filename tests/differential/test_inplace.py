@@ -492,3 +492,27 @@ def test_fill_takes_a_0_d_value_only_after_the_leaf_check(differential):
     entries = dict(differential(prog).entries)
     assert entries["torch.float32 (3,) leaf"] == ("raises", "LEAF_INPLACE")
     assert entries["torch.float32 0-d"] == "ok"
+
+
+@pytest.mark.clause("INPLACE-10")
+@pytest.mark.clause("UNSPEC-18")
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_fills_exception_leaves_an_integral_tensor_requiring_grad(differential, dtype):
+    """A 0-d value that requires grad, filled or set into a part of an integer or bool tensor,
+    makes it require grad; its flags, values and its views' grad_fn are specified (what is
+    computed with it is not, UNSPEC-18). `__setitem__` itself returns None."""
+    def prog(torch, log):
+        for how in ("fill_", "part", "element", "whole"):
+            w = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+            x = torch.tensor([[1, 0, 3], [4, 5, 0]]).to(getattr(torch, dtype))
+            v, flat = x[0], x.view(6)
+            if how == "fill_":
+                log("fill_", x.fill_(w * 1).tolist())
+            else:
+                key = {"part": slice(0, 1), "element": (0, 1), "whole": ...}[how]
+                log("__setitem__", x.__setitem__(key, w * 1))
+            log(how, (x.requires_grad, x.is_leaf, x.grad_fn and x.grad_fn.name(),
+                      x._version, x.tolist()))
+            log(how + " views", [(t.requires_grad, t.grad_fn and t.grad_fn.name())
+                                 for t in (v, flat)])
+    differential(prog)
