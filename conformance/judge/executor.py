@@ -140,7 +140,7 @@ class _Run:
             del caught[start:]
         if ev.status == "ok":
             if kind.writes and s.target in env:
-                self._integral(env[s.target], ev)
+                self._written(env[s.target], ev)
             if dead:
                 dead.difference_update(kind.binds(s))
         elif not kind.in_place:     # a failed in-place op leaves its target bound
@@ -153,11 +153,15 @@ class _Run:
         if any(e.requires_grad(env[n]) for n in seeds):
             ev.seed_requires_grad = True
 
-    def _integral(self, t: Any, ev: Event) -> None:
-        """Record that a write left its target, of an integer or bool dtype, requiring grad
-        (INPLACE-10's fill_ exception): what is computed from it is open (UNSPEC-18)."""
+    def _written(self, t: Any, ev: Event) -> None:
+        """Record that a write left its target not requiring grad, so that it recorded
+        nothing on it (a view's history is then rebuilt when next read, UNSPEC-17), or left
+        it, of an integer or bool dtype, requiring grad (INPLACE-10's fill_ exception: what
+        is computed from it is open, UNSPEC-18)."""
         e = self.e
-        if e.requires_grad(t) and e.dtype(t) in ("int64", "bool"):
+        if not e.requires_grad(t):
+            ev.unrecorded = True
+        elif e.dtype(t) in ("int64", "bool"):
             ev.integral_requires_grad = True
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:

@@ -1,21 +1,22 @@
 """Views whose history a write left stale (UNSPEC-17), tracked statement by statement for the
 comparator (conformance/judge/unspecified.py).
 
-torch rebuilds a view's grad_fn lazily after a write it did not record on the view: one
-through a tensor that shares its version counter (its base, another view, a detach() of one;
-not `.data`, which has its own, VER-6), an indexed assignment into the view, an in-place op on
-the view with grad mode off (taken here for any inside a grad-mode block: the comparator does
-not follow the mode), a custom Function's forward writing what apply then refuses (FUNC-11:
-`Kind.wrote_if_refused`; any other refused write wrote nothing) and a backward adding into the
-`.grad` it is a view of. The next read of its grad_fn rebuilds it (`Kind.reads_history`; an op
-recorded on it reads it too, but a statement naming it does not tell whether its op recorded:
-not counted, which leaves more open than UNSPEC-17 does). Until then what a pass leaves in
-its retained `.grad` is open (RETAIN-6), and a hook put on it through
-Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes registering it,
-or never calls it when the view had a hook before the write; on an output of a multi-output
-view or of a custom Function (`Kind.guarded_view`) it registers it or refuses it. The hook's
-calls are not compared, nor, on such an output, the registration; where the hook may change
-the gradient it gets (`Kind.hook_rewrites`), nor is what a pass through the view computes.
+torch rebuilds a view's grad_fn lazily after a write it did not record on the view: one through
+a tensor that shares its version counter (its base, another view, a detach() of one; not
+`.data`, which has its own, VER-6), an indexed assignment into the view, an in-place op on the
+view with grad mode off (taken here for any inside a grad-mode block: the comparator does not
+follow the mode) or that leaves it not requiring grad (Event.unrecorded), a custom Function's
+forward writing what apply then refuses (FUNC-11: `Kind.wrote_if_refused`; any other refused
+write wrote nothing) and a backward adding into the `.grad` it is a view of. The next read of
+its grad_fn rebuilds it (`Kind.reads_history`; an op recorded on it reads it too, but a
+statement naming it does not tell whether its op recorded: not counted, which leaves more open
+than UNSPEC-17 does). Until then what a pass leaves in its retained `.grad` is open (RETAIN-6),
+and a hook put on it through Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch
+2.13 crashes registering it, or never calls it when the view had a hook before the write; on an
+output of a multi-output view or of a custom Function (`Kind.guarded_view`) it registers it or
+refuses it. The hook's calls are not compared, nor, on such an output, the registration; where
+the hook may change the gradient it gets (`Kind.hook_rewrites`), nor is what a pass through the
+view computes.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ class StaleViews:
             # (a write refused on both sides wrote nothing, but a dirty Function's forward
             # wrote before apply refused it, FUNC-11)
             if not refused or kind.wrote_if_refused(s, (o.error, e.error)):
-                unrecorded = refused or kind.writes_via_view or "." in (o.path or "")
+                unrecorded = refused or kind.writes_via_view or "." in (o.path or "") or (
+                    o.unrecorded or e.unrecorded)
                 c = self.counter.get(s.target or "")
                 self._written({v for v in self.views if self.counter.get(v) == c and (
                     v != s.target or unrecorded)})

@@ -53,11 +53,13 @@ class Event:
     #                                     gradient that requires grad (the comparator: UNSPEC-3)
     integral_requires_grad: bool | None = None  # True: a write left its integer or bool
     #                                     target requiring grad (the comparator: UNSPEC-18)
+    unrecorded: bool | None = None      # True: a write left its target not requiring grad,
+    #                                     so recorded nothing on it (the comparator: UNSPEC-17)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
-                  "integral_requires_grad"):
+                  "integral_requires_grad", "unrecorded"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):
