@@ -312,6 +312,21 @@ def dirty_not_returned():  # FUNC-11
                         "outputs of the Function.")
 
 
+def save_not_tensor(i: int, value):  # FUNC-4: where apply records a node
+    return TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                     f"{type(value).__name__}")
+
+
+def dirty_not_tensor(i: int, value):  # FUNC-11: after forward
+    return RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type "
+                        f"{type(value).__name__}")
+
+
+def non_differentiable_not_tensor(value):  # FUNC-12: after forward
+    return RuntimeError("mark_non_differentiable only accepts variable arguments, but got "
+                        f"{type(value).__name__}")
+
+
 def returned_input_saved():  # FUNC-3
     return RuntimeError(
         "An input that has been returned as-is as output is being saved for backward. This is "

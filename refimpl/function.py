@@ -54,8 +54,8 @@ class FunctionCtx:
         One a pack hook packed is what unpack returned, given the saved tensor's place in the
         graph (SAVED-12), as torch makes a new variable of it with the saved one's edge."""
         node = self._node
-        if node is None:
-            return self._to_save
+        if node is None:    # in forward, or where apply recorded no node: none, as in torch
+            return ()
         return tuple(_on_graph(v, s, node) for v, s in zip(node.unpack(), node.saved,
                                                             strict=True))
 
@@ -127,9 +127,13 @@ class Function:
             else:
                 result = cls.forward(ctx, *args)
         outs = result if isinstance(result, tuple) else (result,)
-        for d in ctx._dirty:    # one bump per tensor given, before the checks, as torch does
-            if isinstance(d, Tensor):   # (UNSPEC-11: one given twice, one not returned)
-                d._vc[0] += 1   # FUNC-11: however many times forward returns it
+        for i, d in enumerate(ctx._dirty):  # one bump per tensor given, before the checks,
+            if not isinstance(d, Tensor):   # as torch does (UNSPEC-11: one given twice, one
+                raise errors.dirty_not_tensor(i, d)     # not returned)
+            d._vc[0] += 1   # FUNC-11: however many times forward returns it
+        for d in ctx._non_differentiable:
+            if not isinstance(d, Tensor):
+                raise errors.non_differentiable_not_tensor(d)
         for d in ctx._dirty:
             if not any(d is o for o in outs):
                 raise errors.dirty_not_returned()  # FUNC-11
@@ -138,6 +142,9 @@ class Function:
             node.seq = seq
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
+            for i, t in enumerate(ctx._to_save):
+                if t is not None and not isinstance(t, Tensor):
+                    raise errors.save_not_tensor(i, t)
             node.save(*(None if t is None else _hooked(t, node, outs)  # names the node
                         for t in ctx._to_save))                         # (VER-7)
         return outs if isinstance(result, tuple) else outs[0]

@@ -69,6 +69,10 @@ INEXPRESSIBLE: dict[str, str] = {
     "DIRTY_NOT_RETURNED": "no Function of the catalogue marks dirty what it does not return",
     "RETURNED_INPUT_SAVED": "the Function of the catalogue that returns its input as it is "
                             "(Identity) has no setup_context and saves nothing",
+    "SAVE_NOT_TENSOR": "the Functions of the catalogue save tensors or None",
+    "DIRTY_NOT_TENSOR": "the Functions of the catalogue mark only tensors dirty",
+    "NON_DIFFERENTIABLE_NOT_TENSOR": "the Functions of the catalogue mark only tensors "
+                                     "non-differentiable",
     "DIRTY_VIEW_OUTPUTS": "the Function of the catalogue that marks its input dirty returns "
                           "one tensor",
     "ONCE_DIFFERENTIABLE": "no program differentiates twice through a Function: the "

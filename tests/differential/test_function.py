@@ -1658,3 +1658,64 @@ def test_gradients_for_a_returned_input_are_cast_to_its_grad_dtype(differential,
             (v * torch.full(shape, 2.0)).sum().backward()
             log(f"{shape}", [list(got), str(x.grad.dtype), x.grad])
     differential(prog)
+
+
+@pytest.mark.clause("FUNC-4", "FUNC-11", "FUNC-12", "FUNC-3")
+@pytest.mark.parametrize("setup", [False, True], ids=["ctx", "setup_context"])
+@pytest.mark.parametrize("method", ["save_for_backward", "mark_dirty",
+                                    "mark_non_differentiable"])
+def test_what_ctx_is_given_that_is_not_a_tensor(differential, method, setup):
+    """A value that is not a tensor given to save_for_backward raises SAVE_NOT_TENSOR where
+    apply records (None is saved as None), and one given to mark_dirty or
+    mark_non_differentiable raises after forward, recorded or not; ctx.saved_tensors is
+    empty until the node is recorded."""
+    def prog(torch, log):
+        for bad in (1.0, 3, None, "s"):
+            for rg, no_grad in ((True, False), (False, False), (True, True)):
+                seen = []
+
+                def body(ctx, x, bad=bad, seen=seen):
+                    seen.append(len(ctx.saved_tensors))
+                    if method == "mark_dirty":
+                        x.mul_(1)
+                        ctx.mark_dirty(x, bad)
+                    elif method == "save_for_backward":
+                        ctx.save_for_backward(x, bad)
+                    else:
+                        ctx.mark_non_differentiable(bad)
+                    seen.append(len(ctx.saved_tensors))
+
+                def result(x):
+                    return x if method == "mark_dirty" else x * 2
+
+                if setup:
+                    class F(torch.autograd.Function):
+                        @staticmethod
+                        def forward(x):
+                            return result(x)
+
+                        @staticmethod
+                        def setup_context(ctx, inputs, output):
+                            body(ctx, inputs[0])
+
+                        @staticmethod
+                        def backward(ctx, g):
+                            return g
+                else:
+                    class F(torch.autograd.Function):
+                        @staticmethod
+                        def forward(ctx, x):
+                            body(ctx, x)
+                            return result(x)
+
+                        @staticmethod
+                        def backward(ctx, g):
+                            return g
+                base = torch.ones(2, dtype=torch.float64, requires_grad=rg)
+                x = base * 1 if rg else base.clone()
+                with torch.no_grad() if no_grad else torch.enable_grad():
+                    y = log.attempt(f"{bad!r} rg={rg} no_grad={no_grad}",
+                                    lambda F=F, x=x: F.apply(x))
+                log("requires_grad", None if y is None else y.requires_grad)
+                log("seen, version", [seen, x._version])
+    differential(prog)
