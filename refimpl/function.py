@@ -134,13 +134,14 @@ class Function:
         for d in ctx._non_differentiable:
             if not isinstance(d, Tensor):
                 raise errors.non_differentiable_not_tensor(d)
-        for d in ctx._dirty:
-            if not any(d is o for o in outs):
-                raise errors.dirty_not_returned()  # FUNC-11
         node = _node(cls, ctx, args, outs, edges) if record else None
         if node is not None:
             node.seq = seq
+        returned = outs
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
+        for d in ctx._dirty:    # after the outputs' own checks and histories, as torch does
+            if not any(d is o for o in returned):
+                raise errors.dirty_not_returned()  # FUNC-11
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
             for i, t in enumerate(ctx._to_save):
                 if t is not None and not isinstance(t, Tensor):
@@ -290,6 +291,10 @@ def _output(node, i, o, ctx, args):
         o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW
         o._view_version = o._vc[0]  # the node is its history as of now: after the bump of
         #                             a dirty input it views (FUNC-1, FUNC-11)
+    elif o._base is not None and o.requires_grad and not grad_mode.enabled[0]:
+        # not recorded, grad mode off (UNSPEC-11): torch 2.13 then refuses writes into it as
+        # into a Function's view where forward recorded the view op, else as a no_grad view
+        o._view_no_grad = errors.CUSTOM_FUNCTION_VIEW if o._grad_fn is not None else True
     if node is None:
         return o if is_input else _unrecorded(o)
     o._grad_fn, o._output_nr = node, i

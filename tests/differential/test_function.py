@@ -1719,3 +1719,71 @@ def test_what_ctx_is_given_that_is_not_a_tensor(differential, method, setup):
                 log("requires_grad", None if y is None else y.requires_grad)
                 log("seen, version", [seen, x._version])
     differential(prog)
+
+
+@pytest.mark.clause("FUNC-11")
+@pytest.mark.parametrize("returned_first", [True, False])
+def test_dirty_not_returned_comes_after_the_returned_ones_checks(differential, returned_first):
+    """A dirty tensor forward returns is checked (DIRTY_LEAF) and given the node before
+    DIRTY_NOT_RETURNED is raised for one it does not return."""
+    def prog(torch, log):
+        class Dirty(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, kept, dropped):
+                kept.mul_(2)
+                dropped.mul_(2)
+                ctx.mark_dirty(kept, dropped) if returned_first else ctx.mark_dirty(dropped, kept)
+                return kept
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, g
+
+        for kept_leaf, dropped_leaf in ((True, False), (False, True), (False, False)):
+            def make(leaf):
+                t = torch.tensor([1.0, 2.0], requires_grad=True)
+                return t if leaf else t * 1
+            kept, dropped = make(kept_leaf), make(dropped_leaf)
+            log.attempt(f"kept leaf {kept_leaf}, dropped leaf {dropped_leaf}",
+                        lambda kept=kept, dropped=dropped: Dirty.apply(kept, dropped))
+            log("after", [t.grad_fn and t.grad_fn.name() for t in (kept, dropped)])
+    differential(prog)
+
+
+@pytest.mark.clause("FUNC-1", "UNSPEC-11", "MODE-9", "FUNC-14")
+@pytest.mark.parametrize("inner", ["enable_grad", "plain"])
+def test_a_view_forward_made_returned_with_grad_mode_off_and_then_written(differential, inner):
+    """A view forward made, returned by an apply that grad mode left unrecorded (no_grad,
+    inference mode) or that nothing requiring grad went into, then written with grad mode
+    on: refused as a Function's view where forward recorded the view op, as a no_grad view
+    where it did not (refimpl follows torch 2.13 where UNSPEC-11 leaves it open)."""
+    def prog(torch, log):
+        import contextlib
+        for how in ("no_grad", "inference_mode", "nothing requires grad", "recorded"):
+            for view in ("slice", "view", "select"):
+                class V(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x, view=view):
+                        def make():
+                            return {"slice": lambda: x[0:1], "view": lambda: x.view(3),
+                                    "select": lambda: x[0]}[view]()
+                        if inner == "enable_grad":
+                            with torch.enable_grad():
+                                return make()
+                        return make()
+
+                    @staticmethod
+                    def backward(ctx, g):
+                        return g
+
+                x = torch.ones(3, requires_grad=how != "nothing requires grad") * 1
+                mode = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}.get(
+                    how, contextlib.nullcontext)
+                with mode():
+                    v = V.apply(x)
+                log(f"{how} {view}", [v.requires_grad, v.grad_fn and v.grad_fn.name(),
+                                      v.is_leaf])
+                log.attempt("written", lambda v=v: v.add_(1.0))
+                with torch.no_grad():
+                    log.attempt("written under no_grad", lambda v=v: v.add_(1.0))
+    differential(prog)
