@@ -13,7 +13,7 @@ from . import (
     grad_mode,  # noqa: F401  (torch.autograd.grad_mode exists too)
 )
 from .node import accumulator
-from .tensor import Tensor, edge, wrap
+from .tensor import Tensor, edge, grad_dtype_of, wrap
 
 
 def _as_tuple(x):
@@ -56,7 +56,8 @@ def _roots(outputs, grad_outputs, create_graph):
 
 def _seed(i, out, g, create_graph):
     """The gradient backward starts output i with: ones for one element (API-1), else the
-    given one, of the output's shape exactly (API-3) and cast to its dtype."""
+    given one, of the output's shape exactly (API-3) and cast to its dtype, but a floating
+    one for a leaf whose grad_dtype is None, which keeps the dtype it is given (LEAF-9)."""
     be = out._be
     if g is None:
         if out.requires_grad and out._data.size != 1:  # one that does not: API-4 raises next
@@ -67,10 +68,14 @@ def _seed(i, out, g, create_graph):
         g = wrap(be, be.xp.asarray(g, dtype=out._data.dtype))
     if tuple(g.shape) != tuple(out.shape):
         raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
+    dtype = out._dtype
+    if out.grad_fn is None and out.requires_grad and grad_dtype_of(out) is None \
+            and g._dtype.is_floating_point:     # an integer or bool one: UNSPEC-16
+        dtype = g._dtype    # torch's root metadata of such a leaf names no dtype to cast to
     if create_graph:
-        return g if g._dtype is out._dtype else differentiable.astype(g, out._dtype)
-    return g._data if g._dtype is out._dtype else \
-        be.xp.astype(g._data, be.native[out._dtype])  # cast, as torch does
+        return g if g._dtype is dtype else differentiable.astype(g, dtype)
+    return g._data if g._dtype is dtype else \
+        be.xp.astype(g._data, be.native[dtype])  # cast, as torch does
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,

@@ -246,7 +246,7 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
         if ost == "skipped" or est == "skipped":
             continue
         kind = KINDS[s.op]
-        open_items = unspec.depends(s, kind)    # UNSPEC-3: depends on whether two are one
+        open_items = unspec.opens(s, kind, o, e)    # UNSPEC-3: depends on whether two are one
         if open_items and not kind.sweeps or unspec.stale_views.registers_on_stale(s, kind):
             unspec.update(s, kind, o, e)
             continue

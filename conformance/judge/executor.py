@@ -126,6 +126,8 @@ class _Run:
         try:
             if kind.backward_pass and not s.params.get("create_graph"):
                 self._seeded(kind.seeds(s), ev)
+            if kind.backward_pass:
+                self._integral_seed(kind.seeded_roots(s), ev)
             kind.run(self, s, ev, path)
         except HarnessError as exc:
             ev.status, ev.message = HARNESS, _message(exc)
@@ -152,6 +154,23 @@ class _Run:
         e, env = self.e, self.env
         if any(e.requires_grad(env[n]) for n in seeds):
             ev.seed_requires_grad = True
+
+    def _integral_seed(self, pairs: list[tuple[str, str]], ev: Event) -> None:
+        """Record that a pass is handed an integer or bool gradient for a root that is a leaf
+        whose grad_dtype is None: what it does then is open (UNSPEC-16; torch 2.13 fails an
+        internal assert)."""
+        e, env = self.e, self.env
+        for root, gradient in pairs:
+            g, t = env.get(gradient), env.get(root)
+            if g is None or t is None or e.dtype(g) not in ("int64", "bool") or \
+                    not e.is_leaf(t) or not e.requires_grad(t):
+                continue
+            try:
+                open_dtype = e.grad_dtype(t) is None
+            except NotImplementedError:     # an engine without grad_dtype: never None
+                open_dtype = False
+            if open_dtype:
+                ev.integral_seed = True
 
     def _written(self, t: Any, ev: Event) -> None:
         """Record that a write left its target not requiring grad, so that it recorded

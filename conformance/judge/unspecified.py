@@ -72,6 +72,11 @@ class Unspecified:
             kind.backward_pass and not self.pass_open.isdisjoint(kind.refs(s))) or (  # UNSPEC-17
             bool(self.integral) and self._computes_with_integral(s, kind))
 
+    def opens(self, s: Stmt, kind: Any, o: Event, e: Event) -> bool:
+        """depends(), or a pass handed an integer or bool gradient for a leaf root whose
+        grad_dtype is None (UNSPEC-16), which either engine's Event records."""
+        return self.depends(s, kind) or bool(o.integral_seed or e.integral_seed)
+
     def _computes_with_integral(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement computes with, writes or runs a pass through an integer or
         bool tensor that requires grad (UNSPEC-18); observing one is compared."""
@@ -117,7 +122,7 @@ class Unspecified:
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
-        tainted = self.depends(s, kind)
+        tainted = self.opens(s, kind, o, e)
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)

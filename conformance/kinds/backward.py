@@ -60,9 +60,8 @@ class Backward(Kind):
     ends_segment = backward_pass = fills_grads = True
     weight = 11
     doc = ("target.backward(gradient=args[0] or None, retain_graph=params.retain_graph, "
-           "inputs=params.inputs, absent or None for none; [] raises, "
-           "create_graph=params.create_graph); params.inputs needs the capability "
-           "backward_inputs")
+           "inputs=params.inputs, absent or None for none; [] raises, create_graph="
+           "params.create_graph); params.inputs needs the capability backward_inputs")
 
     def refs(self, s):
         return super().refs(s) + list(s.params.get("inputs") or [])
@@ -228,8 +227,9 @@ class Grad(Kind):
     def unversioned(self, s, shapes):
         return True                     # the _version of gradients (VER-1, UNSPEC-3)
 
-    def seeds(self, s):
-        return [g for g in s.params.get("grad_outputs") or [] if isinstance(g, str)]
+    def seeded_roots(self, s):
+        pairs = zip(s.params.get("outputs") or [], s.params.get("grad_outputs") or [], strict=False)
+        return [(o, g) for o, g in pairs if isinstance(g, str)]
 
     def same_object(self, s):
         """Its results: torch returns one tensor for inputs a gradient reaches unchanged

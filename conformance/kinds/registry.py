@@ -179,7 +179,14 @@ class Kind:
         grad_tensors, grad_outputs): without create_graph, whether a gradient computed from
         one that requires grad requires grad is open (UNSPEC-3); the executor records whether
         one does (Event.seed_requires_grad)."""
-        return [gradient for _, gradient in self.stored_grads(s)]
+        return [gradient for _, gradient in self.seeded_roots(s)]
+
+    def seeded_roots(self, s: Any) -> list[tuple[str, str]]:
+        """(root, gradient) pairs: the tensor named `gradient` is the one a backward-like
+        statement hands its pass for the root named `root`. An integer or bool one handed to a
+        leaf whose grad_dtype is None makes the pass open (UNSPEC-16); the executor records
+        whether one is (Event.integral_seed)."""
+        return self.stored_grads(s)
 
     def same_object(self, s: Any) -> list[str]:
         """Names an engine may bind to one tensor object once the statement ran, so that a

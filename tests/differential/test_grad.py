@@ -693,6 +693,47 @@ def test_a_leaf_root_gets_its_gradient_in_its_grad_dtype(differential, dtype, ho
 
 
 @pytest.mark.clause("LEAF-9")
+@pytest.mark.clause("API-3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+@pytest.mark.parametrize("how", ["backward", "autograd.backward", "autograd.grad",
+                                 "backward inputs", "create_graph"])
+@pytest.mark.parametrize("held", [False, True], ids=["no grad", "grad held"])
+def test_a_leaf_root_whose_grad_dtype_is_none_keeps_a_floating_gradient_dtype(
+        differential, dtype, shape, how, held):
+    """A leaf that is itself a root, its grad_dtype None, given a floating `gradient` of the
+    other dtype: torch 2.13 does not cast it (its root metadata names no dtype), so its hooks,
+    a first .grad and autograd.grad's result have the gradient's dtype; a .grad already held
+    keeps its own (the sum is made in place, or, under create_graph, promoted)."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        other = torch.float32 if dtype == "float64" else torch.float64
+        x = torch.full(shape, 1.5, dtype=dt, requires_grad=True)
+        x.grad_dtype = None
+        if held:
+            x.grad = torch.full(shape, 0.25, dtype=dt)
+        x.register_hook(lambda g: log("hook", [_dt(g.dtype), g]))
+        x.register_post_accumulate_grad_hook(lambda t: log("post", _dt(t.grad.dtype)))
+        g = torch.full(shape, -0.75, dtype=other)
+        if how == "backward":
+            x.backward(g)
+        elif how == "autograd.backward":
+            torch.autograd.backward([x], grad_tensors=[g])
+        elif how == "autograd.grad":
+            got, = torch.autograd.grad(x, x, g)
+            log("result", [_dt(got.dtype), got])
+            return
+        elif how == "backward inputs":
+            x.backward(g, inputs=[x])
+        else:
+            x.backward(g, create_graph=True)
+        log(".grad", [_dt(x.grad.dtype), x.grad.detach()])
+        (x * 2).sum().backward()          # a later gradient of x's dtype adds into it
+        log(".grad after a pass through mul", [_dt(x.grad.dtype), x.grad.detach()])
+    differential(prog)
+
+
+@pytest.mark.clause("LEAF-9")
 @pytest.mark.clause("DERIV-3")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("create_graph", [False, True])
