@@ -183,6 +183,10 @@ def grad_assign_shape(got, want):  # LEAF-12
                         "the same size")
 
 
+def grad_assign_self():  # LEAF-12
+    return RuntimeError("can't assign Variable as its own grad")
+
+
 def grad_assign_dtype(got, want):  # LEAF-13
     return RuntimeError(f"attempting to assign a gradient with dtype '{got.c_name}' to a tensor "
                         f"with grad_dtype '{want.c_name.capitalize()}'. The gradient must match "

@@ -90,6 +90,8 @@ class Tensor(ArraySurface):
     @grad.setter
     def grad(self, value):
         if value is not None:
+            if value is self:
+                raise errors.grad_assign_self()  # LEAF-12
             want = grad_dtype_of(self)
             if want is not None and value._dtype is not want:
                 raise errors.grad_assign_dtype(value._dtype, want)  # LEAF-13
@@ -205,12 +207,10 @@ def wrap(be, array, vc=None) -> Tensor:
     """A leaf tensor around a backend array (no copy)."""
     t = _new(Tensor)
     t._data = array = be.wrap(array)
-    t._be, t._dtype = be, be.dtype_of[array.dtype]
-    t._grad_dtype = OWN_DTYPE
-    t._requires_grad = False
+    t._be, t._dtype, t._grad_dtype = be, be.dtype_of[array.dtype], OWN_DTYPE
     t._grad_fn = t._grad = t._base = t._view_chain = t._backward_hooks = None
     t._post_hooks = t._accumulator = None
-    t._retains_grad = False
+    t._requires_grad = t._retains_grad = False
     t._output_nr = 0  # which output of its grad_fn it is: 0 but for a custom Function's (FUNC-2)
     # made in inference mode: an inference tensor, with no version counter (INFER-2)
     t._vc = vc if vc is not None else NO_VERSION if _inference.value else [0]

@@ -59,6 +59,8 @@ ERROR_ORDER = (
 # kind -> why no error move provokes it
 INEXPRESSIBLE: dict[str, str] = {
     "HOOK_REPLACED_NONE": "node hook behaviours keep every None entry (HOOK-17)",
+    "GRAD_ASSIGN_SELF": "a .grad assignment the generator draws assigns a fresh tensor "
+                        "(LEAF-12)",
     "CREATE_GRAPH_CYCLE": "a warning, not an error, and not compared in generated programs "
                           "(DOUBLE-8, UNSPEC-9)",
     # spec/function.md: the catalogue of Functions (conformance/lang/functions.py) holds none

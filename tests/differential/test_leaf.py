@@ -263,3 +263,38 @@ def test_freezing_a_leaf_mid_graph_skips_only_that_leaf(differential):
         (a * b).sum().backward()
         log("a.grad after re-enabling", a.grad)
     differential(prog)
+
+
+@pytest.mark.clause("LEAF-12")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+def test_a_tensor_cannot_be_assigned_as_its_own_grad(differential, dtype, shape):
+    """`t.grad = t` raises GRAD_ASSIGN_SELF on a leaf (with or without a .grad, with a
+    grad_dtype that t's dtype does not match: checked first), a non-leaf and a constant, and
+    leaves .grad as it was; t.detach() and t.data are other tensors, accepted."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        other = torch.float32 if dtype == "float64" else torch.float64
+        x = torch.full(shape, 1.5, dtype=dt, requires_grad=True)
+        c = torch.full(shape, 2.0, dtype=dt)
+        y = x * 2
+        for label, t in (("leaf", x), ("non-leaf", y), ("constant", c)):
+            def assign(t=t):
+                t.grad = t
+            log.attempt(label, assign)
+        log("leaf .grad", x.grad)
+        log("constant .grad", c.grad)
+        x.grad = torch.full(shape, 0.5, dtype=dt)
+        log.attempt("leaf with a .grad", lambda: setattr(x, "grad", x))
+        (x * 3).sum().backward()
+        log("leaf and .grad after backward", [x, x.grad])
+        x.grad = None
+        x.grad_dtype = other
+        log.attempt("grad_dtype of another dtype", lambda: setattr(x, "grad", x))
+        x.grad_dtype = dt
+        for label, value in (("detach", x.detach()), ("data", x.data)):
+            x.grad = None
+            log.attempt(label, lambda value=value: setattr(x, "grad", value))
+            (x * 3).sum().backward()
+            log(label + ": leaf and .grad", [x.detach().clone(), x.grad])
+    differential(prog)
