@@ -81,8 +81,6 @@ def _seed(i, out, g, create_graph):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     outputs = _as_tuple(tensors)
-    if not outputs:
-        raise RuntimeError("backward() called with an empty list of tensors")
     ins = _inputs(inputs, "backward")[0]
     if inputs is not None and not ins:
         raise errors.backward_empty_inputs()  # checked first, as torch does
@@ -98,7 +96,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             targets.append(edge(t))
     keep = bool(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     try:
-        engine.execute(edges, grads, keep, outputs[0]._be, targets, False, bool(create_graph))
+        if edges:   # no outputs: nothing runs, as in torch (the checks above still apply)
+            engine.execute(edges, grads, keep, outputs[0]._be, targets, False, bool(create_graph))
     finally:
         if create_graph:  # after the pass, whatever it raised, as torch's engine warns
             _warn_cycle()
@@ -149,7 +148,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise errors.input_no_requires_grad()  # API-8
         targets.append(edge(t))
     keep = bool(retain_graph) if retain_graph is not None else create_graph
-    got = engine.execute(edges, grads, keep, outs[0]._be, targets, True, create_graph)
+    got = engine.execute(edges, grads, keep, outs[0]._be, targets, True, create_graph) \
+        if edges else [None] * len(targets)     # no outputs: every input is unused (API-7)
     result = []
     for i, (t, g) in enumerate(zip(ins, got, strict=True)):
         if g is None:

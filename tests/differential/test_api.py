@@ -208,3 +208,39 @@ def test_autograd_backward_three_roots(differential):
         log.attempt("None for a 2-element tensor",
                     lambda: torch.autograd.backward([(x * 2)], [None]))
     differential(prog)
+
+
+@pytest.mark.clause("API-7")
+@pytest.mark.clause("API-12")
+@pytest.mark.parametrize("form", ["list", "tuple"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_empty_outputs_use_no_input(differential, form, dtype):
+    """No outputs: autograd.grad finds every input unused (UNUSED_INPUT, None, or zeros with
+    materialize_grads), still refusing one that does not require grad; autograd.backward runs
+    nothing and raises only what inputs= raises, its non-leaves left retaining."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        empty = [] if form == "list" else ()
+        x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+        s = torch.tensor(3.0, dtype=dt, requires_grad=True)
+        c = torch.tensor([1.0, 2.0], dtype=dt)
+        y = x * 2
+        grad = torch.autograd.grad
+        log.attempt("grad, one input", lambda: grad(empty, x))
+        log.attempt("grad, second input", lambda: grad(empty, [x, s][::-1]))
+        log("grad, allow_unused", grad(empty, [x, y, s], allow_unused=True))
+        log("grad, dict", grad(empty, {"s": s, "x": x}, allow_unused=True))
+        log("grad, materialize", grad(empty, [s, x], materialize_grads=True))
+        log("grad, create_graph", grad(empty, x, allow_unused=True, create_graph=True))
+        log.attempt("grad, a constant", lambda: grad(empty, [x, c], allow_unused=True))
+        log.attempt("grad, no inputs", lambda: grad(empty, []))
+        x.grad = torch.tensor([5.0, 6.0], dtype=dt)
+        log.attempt("backward", lambda: torch.autograd.backward(empty))
+        log.attempt("backward, inputs", lambda: torch.autograd.backward(empty, inputs=[x, y]))
+        log("after", [x.grad, s.grad, y.retains_grad])
+        log.attempt("backward, a constant", lambda: torch.autograd.backward(empty, inputs=[c]))
+        log.attempt("backward, no inputs", lambda: torch.autograd.backward(empty, inputs=[]))
+        log.attempt("backward, no grad_tensors", lambda: torch.autograd.backward(empty, []))
+        (y * y).sum().backward()
+        log("a pass after", [x.grad, y.grad])
+    differential(prog)
