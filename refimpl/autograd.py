@@ -34,17 +34,16 @@ def _inputs(inputs, api):
 
 
 def _roots(outputs, grad_outputs, create_graph):
-    """The root edges and seed gradients, checked as torch checks them: every output's
-    gradient first (API-1, API-3), then every output's grad_fn (API-4). Under create_graph
-    the seeds are tensors, a given one itself (its graph carries on: DOUBLE-1)."""
+    """The root edges and seed gradients, checked as torch checks them: the gradient of every
+    output that has one first (API-1, API-3; paired as zip pairs them, so gradients beyond the
+    outputs are never looked at, API-9), then their count, then every output's grad_fn
+    (API-4). Under create_graph the seeds are tensors, a given one itself (its graph carries
+    on: DOUBLE-1)."""
     grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
-    if len(grads) != len(outputs):
-        raise RuntimeError("grad can be implicitly created only for scalar outputs"
-                           if not grads else
-                           f"Mismatch in length: got {len(grads)} gradients for "
-                           f"{len(outputs)} outputs")
     arrays = [_seed(i, out, g, create_graph)
-              for i, (out, g) in enumerate(zip(outputs, grads, strict=True))]
+              for i, (out, g) in enumerate(zip(outputs, grads, strict=False))]
+    if len(arrays) != len(outputs):
+        raise errors.gradient_count(len(outputs), len(arrays))  # API-9
     edges = []
     for i, out in enumerate(outputs):
         e = edge(out)

@@ -183,6 +183,10 @@ def grad_assign_shape(got, want):  # LEAF-12
                         "the same size")
 
 
+def gradient_count(outputs, gradients):  # API-9: fewer gradients than outputs; no kind
+    return RuntimeError(f"got {outputs} tensors and {gradients} gradients")
+
+
 def grad_assign_self():  # LEAF-12
     return RuntimeError("can't assign Variable as its own grad")
 

@@ -244,3 +244,46 @@ def test_empty_outputs_use_no_input(differential, form, dtype):
         (y * y).sum().backward()
         log("a pass after", [x.grad, y.grad])
     differential(prog)
+
+
+@pytest.mark.clause("API-9")
+@pytest.mark.clause("API-4")
+@pytest.mark.parametrize("entry", ["autograd.grad", "autograd.backward"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradients_pair_with_outputs_as_zip_pairs_them(differential, entry, dtype):
+    """Gradients beyond the outputs are ignored, unchecked (a wrong shape, None); fewer than
+    the outputs raise a RuntimeError after the pairs' checks (GRAD_OUTPUT_SHAPE,
+    IMPLICIT_GRAD_NONSCALAR of the first output win) and before NO_GRAD_FN and the inputs'."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+        c = torch.tensor([1.0, 2.0], dtype=dt)
+
+        def run(outs, gs, constant_input=False):
+            if entry == "autograd.grad":
+                return torch.autograd.grad(outs, c if constant_input else x, gs)
+            x.grad = None
+            torch.autograd.backward(outs, gs, inputs=[c] if constant_input else None)
+            return x.grad
+        one, two = torch.tensor(1.0, dtype=dt), torch.ones(2, dtype=dt)
+        cases = {
+            "extra tensor": lambda y, a, k: run([y], [one, torch.tensor(5.0, dtype=dt)]),
+            "extra of another shape": lambda y, a, k: run([a], [two * 3, torch.ones(7)]),
+            "extra None": lambda y, a, k: run((y,), (one, None)),
+            "first shape wins": lambda y, a, k: run([a, y], [torch.ones(3)]),
+            "first implicit wins": lambda y, a, k: run([a, y], [None]),
+            "count": lambda y, a, k: run([y, a], [None]),
+            "empty for one": lambda y, a, k: run([y], []),
+            "count before NO_GRAD_FN": lambda y, a, k: run([k, y], [None]),
+            "count before the inputs": lambda y, a, k: run([y, a], [one], True),
+            "a tensor for two": lambda y, a, k: run([y, a], one),
+        }
+        for label, case in cases.items():
+            y, a, k = (x * 3).sum(), x * 2, (c * 2).sum()
+            log.attempt(label, lambda case=case, y=y, a=a, k=k, label=label:
+                        log(label, case(y, a, k)))
+        y = (x * 3).sum()
+        log.attempt("Tensor.backward, two", lambda: y.backward((one, one * 2)))
+        log("x.grad", x.grad)
+        log.attempt("Tensor.backward, none", lambda: (x * 3).sum().backward(()))
+    differential(prog)
