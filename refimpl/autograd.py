@@ -63,8 +63,8 @@ def _seed(i, out, g, create_graph):
             raise errors.implicit_grad_nonscalar()  # API-1
         ones = be.xp.ones(out._data.shape, dtype=out._data.dtype)
         return wrap(be, ones) if create_graph else ones
-    if not isinstance(g, Tensor):
-        g = wrap(be, be.xp.asarray(g, dtype=out._data.dtype))
+    if not isinstance(g, Tensor):   # a number or a list is no gradient (API-9)
+        raise errors.gradient_not_tensor(g)
     if tuple(g.shape) != tuple(out.shape):
         raise errors.grad_shape_mismatch(i, g.shape, out.shape)  # API-3
     dtype = out._dtype

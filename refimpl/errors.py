@@ -187,6 +187,10 @@ def gradient_count(outputs, gradients):  # API-9: fewer gradients than outputs; 
     return RuntimeError(f"got {outputs} tensors and {gradients} gradients")
 
 
+def gradient_not_tensor(g):  # API-9: no kind
+    return TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+
+
 def grad_assign_self():  # LEAF-12
     return RuntimeError("can't assign Variable as its own grad")
 

@@ -287,3 +287,32 @@ def test_gradients_pair_with_outputs_as_zip_pairs_them(differential, entry, dtyp
         log("x.grad", x.grad)
         log.attempt("Tensor.backward, none", lambda: (x * 3).sum().backward(()))
     differential(prog)
+
+
+@pytest.mark.clause("API-9")
+@pytest.mark.parametrize("entry", ["autograd.grad", "autograd.backward", "Tensor.backward"])
+@pytest.mark.parametrize("value", [2.0, 2, True, [1.0, 2.0], [[1.0, 2.0]]], ids=repr)
+def test_a_gradient_that_is_no_tensor_raises_type_error(differential, entry, value):
+    """A number or a list where a gradient goes raises TypeError in its pair's place: after an
+    earlier output's shape check, before NO_GRAD_FN; a non-tensor beyond the outputs is never
+    looked at; .grad is left as it was."""
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = torch.tensor([1.0, 2.0])
+
+        def run(outs, gs):
+            if entry == "autograd.grad":
+                return torch.autograd.grad(outs, x, gs)
+            if entry == "autograd.backward":
+                return torch.autograd.backward(outs, gs)
+            return outs[0].backward(tuple(gs)) if len(outs) == 1 else None
+        log.attempt("scalar output", lambda: run([(x * 3).sum()], [value]))
+        log.attempt("vector output", lambda: run([x * 3], [value]))
+        log.attempt("second pair", lambda: run([(x * 3).sum(), x * 2], [None, value]))
+        log.attempt("after a bad shape", lambda: run([x * 3, (x * 2).sum()],
+                                                     [torch.ones(3), value]))
+        log.attempt("before NO_GRAD_FN", lambda: run([(c * 2).sum()], [value]))
+        log.attempt("beyond the outputs", lambda: run([(x * 3).sum()],
+                                                      [torch.tensor(1.0), value]))
+        log("x.grad", x.grad)
+    differential(prog)
