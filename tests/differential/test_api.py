@@ -316,3 +316,27 @@ def test_a_gradient_that_is_no_tensor_raises_type_error(differential, entry, val
                                                       [torch.tensor(1.0), value]))
         log("x.grad", x.grad)
     differential(prog)
+
+
+@pytest.mark.clause("API-7")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+def test_materialize_grads_refuses_allow_unused_false_first(differential, dtype, shape):
+    """materialize_grads=True gives zeros for an unused input; with allow_unused=False passed
+    it raises ValueError before anything else (every input used, no inputs, a constant)."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.full(shape, 1.5, dtype=dt, requires_grad=True)
+        u = torch.full(shape, 2.0, dtype=dt, requires_grad=True)
+        c = torch.ones(shape, dtype=dt)
+        grad = torch.autograd.grad
+
+        def y():
+            return (x * 3).sum()
+        log("materialized", grad(y(), [x, u], materialize_grads=True))
+        log("allow_unused True", grad(y(), [x, u], materialize_grads=True, allow_unused=True))
+        for label, ins in (("unused", [x, u]), ("all used", [x]), ("empty", []),
+                           ("constant", [x, c])):
+            log.attempt(label, lambda ins=ins: grad(y(), ins, materialize_grads=True,
+                                                    allow_unused=False))
+    differential(prog)
