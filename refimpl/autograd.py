@@ -155,8 +155,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = []
     for i, (t, g) in enumerate(zip(ins, got, strict=True)):
         if g is None:
-            if materialize_grads:
+            if materialize_grads:   # zeros_like(t, requires_grad=create_graph), as torch
                 g = t._be.xp.zeros(t._data.shape, dtype=t._data.dtype)
+                if create_graph:
+                    g = wrap(t._be, g)
+                    g._requires_grad = True
             elif not allow_unused:
                 raise errors.unused_input(i)  # API-7
         if g is not None and g.__class__ is not Tensor:  # create_graph: the tensor itself

@@ -340,3 +340,25 @@ def test_materialize_grads_refuses_allow_unused_false_first(differential, dtype,
             log.attempt(label, lambda ins=ins: grad(y(), ins, materialize_grads=True,
                                                     allow_unused=False))
     differential(prog)
+
+
+@pytest.mark.clause("API-7")
+@pytest.mark.clause("DOUBLE-1")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_materialized_zeros_require_grad_under_create_graph(differential, dtype, shape,
+                                                            create_graph):
+    """The zeros materialize_grads gives for an unused input are a leaf that requires grad
+    under create_graph (zeros_like(u, requires_grad=True)), which a later pass reaches."""
+    def prog(torch, log):
+        dt = getattr(torch, dtype)
+        x = torch.full(shape, 1.5, dtype=dt, requires_grad=True)
+        u = torch.full(shape, 2.0, dtype=dt, requires_grad=True)
+        gx, gu = torch.autograd.grad((x * x).sum(), [x, u], materialize_grads=True,
+                                     create_graph=create_graph)
+        log("gu", [gu, gu.requires_grad, gu.is_leaf, gu.grad_fn is None, gu.grad_fn is None])
+        log("gx", [gx, gx.requires_grad])
+        log.attempt("backward through gu", lambda: (gu * 2 + gx).sum().backward())
+        log("grads", [x.grad, u.grad, gu.grad if gu.is_leaf else None])
+    differential(prog)
