@@ -113,7 +113,9 @@ class enable_grad(_NoParam):
 
 
 class set_grad_enabled(_Mode):
-    """Sets the mode at once when called, so that it also works as a plain function (MODE-3)."""
+    """Sets the mode at once when called, so that it also works as a plain function, and again
+    each time its block is entered; the block's exit restores the mode in force at the call
+    (MODE-3)."""
 
     def __init__(self, mode: bool):
         self.prev = enabled[0]
@@ -121,7 +123,7 @@ class set_grad_enabled(_Mode):
         enabled[0] = self.mode
 
     def __enter__(self):
-        pass
+        enabled[0] = self.mode
 
     def __exit__(self, *exc):
         enabled[0] = self.prev

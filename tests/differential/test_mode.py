@@ -60,6 +60,44 @@ def test_set_grad_enabled_follows_a_flag(differential):
     differential(prog)
 
 
+@pytest.mark.clause("MODE-3")
+@pytest.mark.parametrize("made", [True, False])
+@pytest.mark.parametrize("outer", ["grad", "no_grad", "set_false", "raises"])
+def test_set_grad_enabled_sets_its_mode_each_time_its_block_is_entered(differential, made, outer):
+    """A set_grad_enabled object made before the `with` (or entered again) sets its mode on
+    entering; the exit restores the mode in force when it was made, not when it was entered."""
+    def prog(torch, log):
+        x = torch.tensor([1.0, -2.0] if outer != "grad" else 1.5, dtype=torch.float64,
+                         requires_grad=True)
+        try:
+            torch.set_grad_enabled(not made)
+            manager = torch.set_grad_enabled(made)
+            log("at the call", torch.is_grad_enabled())
+            if outer == "no_grad":
+                torch.set_grad_enabled(True)
+                outer_cm = torch.no_grad()
+            elif outer == "set_false":
+                outer_cm = torch.set_grad_enabled(False)
+            else:
+                torch.set_grad_enabled(not made)
+                outer_cm = torch.enable_grad() if made else torch.no_grad()
+            with outer_cm:
+                log("outer", torch.is_grad_enabled())
+                for turn in range(2):
+                    def block(turn=turn):
+                        with manager:
+                            y = (x * x).sum()
+                            log(f"entered {turn}", [torch.is_grad_enabled(), y.requires_grad])
+                            if outer == "raises":
+                                raise ValueError("inside")
+                    log.attempt(f"block {turn}", block)
+                    log(f"after {turn}", [torch.is_grad_enabled(), (x + 1).requires_grad])
+            log("after outer", torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
 @pytest.mark.clause("MODE-4")
 def test_mode_restored_after_exceptions(differential):
     def prog(torch, log):
