@@ -190,6 +190,10 @@ def _accumulate(node, grad):
             g._data[...] = grad
         else:
             g._data[...] = g._data + grad
+        if g._vc is NO_VERSION and not grad_mode.inference.value:
+            # a .grad that is an inference tensor: an in-place write outside inference mode
+            # (INFER-4); torch adds first, then raises (what it holds is open, UNSPEC-10)
+            raise errors.inference_inplace()
         g._vc[0] += 1
     if leaf._post_hooks:  # run for a leaf frozen since the graph was built too (LEAF-16)
         _post_accumulate_hooks(leaf)

@@ -315,3 +315,47 @@ def test_a_custom_function_that_saves_an_inference_tensor_is_refused_when_record
                 log(f"{dt} under no_grad", F.apply(w, i))
     entries = dict(differential(prog).entries)
     assert entries["torch.float32 recorded"] == ("raises", "INFERENCE_SAVED")
+
+
+@pytest.mark.clause("INFER-4")
+@pytest.mark.clause("GRAD-4")
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+@pytest.mark.parametrize("grad_is", ["assigned inside", "made inside", "a view"])
+@pytest.mark.parametrize("call", ["backward", "under no_grad", "with inputs"])
+def test_a_backward_adding_into_an_inference_grad_raises(differential, shape, grad_is, call):
+    """Accumulating into a .grad that is an inference tensor is an in-place write to it
+    outside inference mode; a pass that replaces .grad (create_graph) or leaves it alone
+    (autograd.grad) does not write it."""
+    def prog(torch, log):
+        x = torch.ones(shape, dtype=torch.float64, requires_grad=True)
+        w = torch.full(shape, 2.0, dtype=torch.float64, requires_grad=True)
+        with torch.inference_mode():
+            g = torch.zeros(shape, dtype=torch.float64)
+            if grad_is == "assigned inside":
+                x.grad = g
+            elif grad_is == "a view":
+                g = torch.zeros((2,) + shape, dtype=torch.float64)[1]
+        x.grad = g
+        x.register_post_accumulate_grad_hook(lambda p: log("post hook", p.grad.is_inference()))
+
+        def step():
+            loss = (x * w).sum()
+            if call == "under no_grad":
+                with torch.no_grad():
+                    loss.backward()
+            elif call == "with inputs":
+                torch.autograd.backward([loss], inputs=[x])
+            else:
+                loss.backward()
+        try:
+            log.attempt("backward", step)
+            log("grad is still an inference tensor", [x.grad.is_inference(),
+                                                      x.grad.requires_grad])
+        finally:
+            _clean(torch)
+        log.attempt("autograd.grad", lambda: torch.autograd.grad((x * w).sum(), x))
+        y = torch.ones(shape, dtype=torch.float64, requires_grad=True)
+        y.grad = g
+        (y * w).sum().backward(create_graph=True)
+        log("create_graph replaces it", [y.grad is g, y.grad.is_inference(), y.grad])
+    differential(prog)
