@@ -126,6 +126,9 @@ class _Run:
         try:
             if kind.backward_pass and not s.params.get("create_graph"):
                 self._seeded(kind.seeds(s), ev)
+            swapped = kind.data_swapped(s)
+            if swapped:
+                self._swapped(swapped, ev)
             if kind.backward_pass:
                 self._integral_seed(kind.seeded_roots(s), ev)
             kind.run(self, s, ev, path)
@@ -154,6 +157,18 @@ class _Run:
         e, env = self.e, self.env
         if any(e.requires_grad(env[n]) for n in seeds):
             ev.seed_requires_grad = True
+
+    def _swapped(self, pair: tuple[str, str], ev: Event) -> None:
+        """Record that `.data =` is about to give an inference tensor the memory of one that
+        is not, or the other way round: torch 2.13 makes the target's is_inference() follow
+        the memory, and then records nothing on it though it requires grad (UNSPEC-10). An
+        engine without inference mode has no inference tensors."""
+        try:
+            target, source = (self.e.is_inference(self.env[n]) for n in pair)
+        except NotImplementedError:
+            return
+        if target != source:
+            ev.inference_swapped = True
 
     def _integral_seed(self, pairs: list[tuple[str, str]], ev: Event) -> None:
         """Record that a pass is handed an integer or bool gradient for a root that is a leaf

@@ -136,6 +136,8 @@ class Unspecified:
         self.layouts_open |= kind.records_grads(s)
         self.all_open |= tainted and kind.backward_pass
         self._acted_on(s, kind, tainted)
+        if o.inference_swapped or e.inference_swapped:  # UNSPEC-10: what the target is
+            self.open |= {s.target or ""}               # now, and what it computes, is open
         touched = kind.touches_grads(s)
         if touched and ("error" in (o.status, e.status) or "." in (o.path or "")):
             self._grads_touched(touched)    # partway, or in a block's grad mode (GRAD-6)

@@ -32,6 +32,9 @@ class SetData(Kind):
     def run(self, x, s, ev, path):
         x.e.set_data(x.env[s.target], None if s.args[0] is None else x.val(s.args[0]))
 
+    def data_swapped(self, s):
+        return None if s.args[0] is None else (s.target, s.args[0])
+
     def render(self, s, path):
         return [f"{s.target}.data = {source.maybe(s.args[0])}"]
 

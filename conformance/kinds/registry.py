@@ -22,7 +22,7 @@ everything about the kind:
                    grad_dtypes_set,
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
-                   hook_order_open, recorded_gradients
+                   hook_order_open, recorded_gradients, data_swapped
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -209,6 +209,12 @@ class Kind:
         statement's, (value, dtype) of the oracle, of the engine)."""
         tensor, aspect = self.observed(s)
         return [(tensor, aspect, None, (o.value, o.dtype), (e.value, e.dtype))]
+
+    def data_swapped(self, s: Any) -> tuple[str, str] | None:
+        """(target, source) of a `target.data = source` statement: where one of them is an
+        inference tensor and the other is not (the executor records it, Event.
+        inference_swapped), what the target is afterwards is open (UNSPEC-10)."""
+        return None
 
     def recorded_gradients(self, s: Any) -> list[str]:
         """Names it binds to gradients a create_graph pass recorded: what their grad_fn is,

@@ -1638,6 +1638,63 @@ def test_a_write_that_leaves_the_view_requiring_grad_is_not_flagged(torch_engine
     assert [d.path for d in compare(p, o, e)] == [at]
 
 
+def _data_between_inference_and_normal(case: str) -> Program:
+    """`t.data = v` where one of t and v is an inference tensor and the other is not (or, in
+    the controls, both or neither are), then t's flags, what an op of it records and a pass."""
+    inside = [leaf("a", [2.0, 3.0], [2], rg=False), leaf("b", [5.0, 6.0], [2], rg=False)]
+    target, source = {"leaf <- inference": ("r", "a"), "non-leaf <- inference": ("h", "a"),
+                      "inference <- normal": ("b", "n"), "inside the mode": ("r", "c"),
+                      "both inference": ("b", "a"), "both normal": ("r", "n")}[case]
+    if case == "inside the mode":
+        inside.append(leaf("c", [7.0, 8.0], [2], rg=False))
+    stmts = [leaf("r", [1.0, 2.0], [2], rg=True), leaf("n", [3.0, 4.0], [2], rg=False),
+             S("call", out="h", args=["r", 2.0], params={"fn": "mul"}),
+             S("mode", params={"mode": "inference_mode"}, body=inside)]
+    set_data = S("set_data", target=target, args=[source])
+    if case == "inside the mode":
+        inside.append(set_data)
+    else:
+        stmts.append(set_data)
+    return Program(stmts + [
+        obs(target, "is_inference"), obs(target, "requires_grad"),
+        S("call", out="y", args=[target, target], params={"fn": "mul"}),
+        obs("y", "grad_fn"), obs("y", "requires_grad"), obs("n", "value"),
+        S("call", out="s", args=["y"], params={"fn": "sum"}),
+        S("backward", target="s", params={}), obs("r", "grad")])
+
+
+@pytest.mark.clause("UNSPEC-10", "DATA-1")
+@pytest.mark.parametrize("case", ["leaf <- inference", "non-leaf <- inference",
+                                  "inference <- normal", "inside the mode"])
+def test_data_assigned_between_an_inference_and_a_normal_tensor_is_open(case, torch_engine):
+    """UNSPEC-10: torch 2.13 makes the target's is_inference() follow the new data, and a
+    target that requires grad then records nothing; refimpl keeps the target's. The target's
+    state, what is computed from it and the pass are not compared; another tensor still is."""
+    p = _data_between_inference_and_normal(case)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = "3.3" if case == "inside the mode" else "4"
+    assert o.by_path()[at].inference_swapped is e.by_path()[at].inference_swapped is True
+    assert compare(p, o, e) == []
+    for t in (o, e):            # without the flag, the open statements diverge
+        t.by_path()[at].inference_swapped = None
+    assert compare(p, o, e) != []
+    o.by_path()[at].inference_swapped = True
+    changed = copy.deepcopy(e)
+    untouched = str(len(p.statements) - 4)      # n's value, before the (open) pass
+    changed.by_path()[untouched].value = [0.0, 0.0]
+    assert [d.path for d in compare(p, o, changed)] == [untouched]
+
+
+@pytest.mark.parametrize("case", ["both inference", "both normal"])
+def test_data_assigned_between_two_tensors_alike_is_compared(case, torch_engine):
+    """Between two inference tensors, or two normal ones, `.data =` is not flagged, and the
+    target's state is compared (DATA-1, INFER-2)."""
+    p = _data_between_inference_and_normal(case)
+    o = execute(p, torch_engine)
+    assert [ev.inference_swapped for ev in o.events] == [None] * len(o.events)
+    changed = copy.deepcopy(o)
+    changed.by_path()["5"].value = not o.by_path()["5"].value
+    assert [d.path for d in compare(p, o, changed)] == ["5"]
 def _leaf_root_seeded(gradient_dtype: str, how: str, leaf_root: bool = True) -> Program:
     """A float64 leaf whose grad_dtype is None, with a hook, handed a gradient of
     `gradient_dtype` as a root (or, `leaf_root` False, through `r = x * 1`), then its .grad."""
