@@ -98,6 +98,34 @@ def test_set_grad_enabled_sets_its_mode_each_time_its_block_is_entered(different
     differential(prog)
 
 
+@pytest.mark.clause("UNSPEC-19")
+@pytest.mark.clause("MODE-4")
+@pytest.mark.parametrize("manager", ["no_grad()", "enable_grad()", "set_grad_enabled(True)",
+                                     "set_grad_enabled(False)", "inference_mode()",
+                                     "inference_mode(False)"])
+@pytest.mark.parametrize("outer", [True, False])
+def test_a_manager_entered_again_after_its_block_ended(differential, manager, outer):
+    """Entering one manager object again once its block has ended is specified (only a
+    nested entry is open, UNSPEC-19, and is never run here: it corrupts torch 2.13's thread
+    state). set_grad_enabled is made in the outer mode, so that its exit restores it."""
+    def prog(torch, log):
+        x = torch.tensor([1.0, -2.0], requires_grad=True)
+        try:
+            torch.set_grad_enabled(outer)
+            cm = eval("torch." + manager, {"torch": torch})
+            torch.set_grad_enabled(outer)
+            for turn in range(3):
+                with cm:
+                    y = x * 2
+                    log(f"inside {turn}", [torch.is_grad_enabled(),
+                                           torch.is_inference_mode_enabled(),
+                                           y.requires_grad, y.is_inference()])
+                log(f"after {turn}", [torch.is_grad_enabled(), torch.is_inference_mode_enabled()])
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
+
+
 @pytest.mark.clause("MODE-4")
 def test_mode_restored_after_exceptions(differential):
     def prog(torch, log):
