@@ -160,6 +160,21 @@ def requires_grad_dtype(form: str = "factory"):  # LEAF-15
     return RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
+def check_bool(value, fn: str, arg: str = "requires_grad", position: int = 0) -> None:
+    """A switch or flag that is not a bool (an int, None, a 0-d tensor) is refused as torch's
+    argument parser refuses it, before any other check; the setter `t.requires_grad = v`
+    raises RuntimeError instead."""
+    if type(value) is bool:
+        return
+    if fn == "setter":
+        raise RuntimeError("requires_grad must be a bool")
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" or kind.__module__.startswith(
+        "refimpl") else f"{kind.__module__}.{kind.__name__}"
+    at = f" (position {position})" if position else ""
+    raise TypeError(f"{fn}(): argument '{arg}'{at} must be bool, not {name}")
+
+
 def requires_grad_nonleaf(setter: bool = False):  # LEAF-11 (setter: `t.requires_grad = True`)
     if setter:  # the setter given True: the message stops after the first sentence
         return RuntimeError("you can only change requires_grad flags of leaf variables.")

@@ -25,11 +25,14 @@ def from_data(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     array = be.xp.asarray(data, dtype=be.native[dtype])
     if not isinstance(data, (list, tuple, bool, int, float)):
         array = be.copy(array)      # an array: torch.tensor copies it, never shares its memory
-    return set_requires_grad(wrap(be, array), requires_grad)
+    return set_requires_grad(wrap(be, array), requires_grad, "tensor")
 
 
-def set_requires_grad(t: Tensor, flag) -> Tensor:
-    """requires_grad= of the factory functions (their error text differs from requires_grad_'s)."""
+def set_requires_grad(t: Tensor, flag, fn: str) -> Tensor:
+    """requires_grad= of the factory functions (their error text differs from requires_grad_'s):
+    a bool, or None (False) for all but torch.tensor, as torch's argument parser takes."""
+    if flag is not None or fn == "tensor":
+        errors.check_bool(flag, fn)
     if flag:
         if not t._dtype.is_floating_point:
             raise errors.requires_grad_dtype()  # LEAF-15
@@ -50,33 +53,33 @@ def _infer(data):
     return dtypes.float32 if not kinds else dtypes.ALL[max(kinds)]
 
 
-def _factory(fill):
+def _factory(fill, name):
     def make(*size, dtype=None, device=None, requires_grad=False):
         if len(size) == 1 and isinstance(size[0], (tuple, list)):
             size = tuple(size[0])
         be = backend.get(device)
         dtype = dtype or float32
         t = wrap(be, be.xp.full(tuple(size), fill, dtype=be.native[dtype]))
-        return set_requires_grad(t, requires_grad)
+        return set_requires_grad(t, requires_grad, name)
     return make
 
 
-ones, zeros = _factory(1), _factory(0)
+ones, zeros = _factory(1, "ones"), _factory(0, "zeros")
 
 
-def _like(fill):
+def _like(fill, name):
     def make(other, dtype=None, device=None, requires_grad=False):
-        return _factory(fill)(*other.shape, dtype=dtype or other.dtype,
+        return _factory(fill, name)(*other.shape, dtype=dtype or other.dtype,
                               device=device or other._be.device, requires_grad=requires_grad)
     return make
 
 
-ones_like, zeros_like = _like(1), _like(0)
+ones_like, zeros_like = _like(1, "ones_like"), _like(0, "zeros_like")
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    return _factory(fill_value)(*size, dtype=dtype or dtypes.of_scalar(fill_value), device=device,
-                                requires_grad=requires_grad)
+    return _factory(fill_value, "full")(*size, dtype=dtype or dtypes.of_scalar(fill_value),
+                                        device=device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -87,7 +90,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dtype = float32 if floats else int64
     be = backend.get(device)
     t = wrap(be, be.xp.arange(start, end, step, dtype=be.native[dtype]))
-    return set_requires_grad(t, requires_grad)
+    return set_requires_grad(t, requires_grad, "arange")
 
 
 _rng = random.Random(0)
@@ -115,7 +118,7 @@ def _random(draw, size, dtype, device, requires_grad):
     be = backend.get(device)
     arr = be.xp.reshape(be.xp.asarray(values, dtype=be.native[dtype or float32]), tuple(size))
     t = wrap(be, arr)
-    return set_requires_grad(t, requires_grad)
+    return set_requires_grad(t, requires_grad, "randn")
 
 
 def randn_like(other, dtype=None, device=None, requires_grad=False):

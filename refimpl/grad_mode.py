@@ -9,6 +9,8 @@ import functools
 import inspect
 import threading
 
+from . import errors
+
 
 class _ThreadFlag(threading.local):
     """The grad mode of the running thread, read and written as `enabled[0]` (one index, no
@@ -118,8 +120,9 @@ class set_grad_enabled(_Mode):
     (MODE-3)."""
 
     def __init__(self, mode: bool):
+        errors.check_bool(mode, "set_grad_enabled", "enabled", position=1)
         self.prev = enabled[0]
-        self.mode = bool(mode)
+        self.mode = mode
         enabled[0] = self.mode
 
     def __enter__(self):
@@ -147,12 +150,12 @@ class inference_mode(_Mode):
     grad mode on, as torch's guard sets grad mode to the opposite of the inference flag."""
 
     def __new__(cls, mode=True):
-        if mode is None or isinstance(mode, bool):
+        if isinstance(mode, bool):
             return super().__new__(cls)
-        return cls()(mode)      # @inference_mode without parentheses
+        return cls()(mode)      # @inference_mode without parentheses (any other value, as torch)
 
     def __init__(self, mode=True):
-        self.mode = bool(mode)
+        self.mode = mode
 
     def __enter__(self):
         self.prev = (enabled[0], inference.value)

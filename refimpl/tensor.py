@@ -55,16 +55,17 @@ class Tensor(ArraySurface):
 
     @requires_grad.setter
     def requires_grad(self, flag):
-        # unlike requires_grad_(True), the setter refuses a non-leaf whatever the flag (LEAF-11)
-        if self._grad_fn is not None:
+        errors.check_bool(flag, "setter")  # a bool, checked first; then, unlike requires_grad_
+        if self._grad_fn is not None:  # (True), it refuses a non-leaf whatever the flag (LEAF-11)
             raise errors.requires_grad_nonleaf(setter=bool(flag))
         if flag and not self._dtype.is_floating_point:
             raise errors.requires_grad_dtype("setter")  # LEAF-15
         if flag and self._vc is NO_VERSION and not _inference.value:
             raise errors.inference_requires_grad()  # INFER-6
-        self._requires_grad = bool(flag)
+        self._requires_grad = flag
 
     def requires_grad_(self, requires_grad=True):
+        errors.check_bool(requires_grad, "requires_grad_", position=1)
         if self._grad_fn is not None:  # torch reads the stored field here, not a regenerated one
             if not requires_grad:
                 raise errors.requires_grad_nonleaf()  # LEAF-11
@@ -73,8 +74,7 @@ class Tensor(ArraySurface):
             raise errors.requires_grad_dtype("method")  # LEAF-15
         if requires_grad and self._vc is NO_VERSION and not _inference.value:
             raise errors.inference_requires_grad()  # INFER-6
-        # a view's own flag: it still reads True while its base requires grad (LEAF-11, MODE-9)
-        self._requires_grad = bool(requires_grad)
+        self._requires_grad = requires_grad  # a view's own: True while its base's is (MODE-9)
         return self
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from .. import errors
 from ..factories import rand, set_requires_grad, zeros
 from ..grad_mode import no_grad
 from ..ops.linalg import linear
@@ -25,7 +26,8 @@ class Parameter(Tensor):
     def __new__(cls, data=None, requires_grad=True):
         p = (data if data is not None else zeros(0)).detach()
         p.__class__ = cls
-        return set_requires_grad(p, requires_grad)  # the factories' error for an integer dtype
+        errors.check_bool(requires_grad, "_make_subclass", "require_grad", position=3)
+        return set_requires_grad(p, requires_grad, "Parameter")  # the factories' dtype error
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()

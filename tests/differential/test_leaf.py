@@ -265,6 +265,58 @@ def test_freezing_a_leaf_mid_graph_skips_only_that_leaf(differential):
     differential(prog)
 
 
+NOT_BOOL = {"0": 0, "1": 1, "None": None, "1.0": 1.0, "'yes'": "yes", "0-d tensor": "tensor"}
+
+
+@pytest.mark.clause("LEAF-11")
+@pytest.mark.clause("LEAF-15")
+@pytest.mark.clause("MODE-3")
+@pytest.mark.clause("INFER-1")
+@pytest.mark.parametrize("value", list(NOT_BOOL))
+def test_a_flag_or_switch_that_is_not_a_bool_is_refused(differential, value):
+    """torch's argument parser takes only a bool for requires_grad_, a factory's
+    requires_grad= (None too, as False, except torch.tensor) and set_grad_enabled: TypeError,
+    before any other check; the setter raises RuntimeError. Nothing changes."""
+    def prog(torch, log):
+        v = NOT_BOOL[value]
+        if v == "tensor":
+            v = torch.tensor(True)
+        leaf = torch.tensor([1.0, 2.0])
+        grad_leaf = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        nonleaf = grad_leaf * 2
+        ints = torch.tensor([1, 2])
+
+        def setter(t):
+            t.requires_grad = v
+
+        def inference_block():      # any value but a bool is taken as a function to decorate
+            with torch.inference_mode(v):
+                pass
+        calls = {"requires_grad_ leaf": lambda: leaf.requires_grad_(v),
+                 "requires_grad_ leaf requiring grad": lambda: grad_leaf.requires_grad_(v),
+                 "requires_grad_ non-leaf": lambda: nonleaf.requires_grad_(v),
+                 "requires_grad_ int": lambda: ints.requires_grad_(v),
+                 "setter leaf": lambda: setter(leaf), "setter non-leaf": lambda: setter(nonleaf),
+                 "setter int": lambda: setter(ints),
+                 "tensor": lambda: torch.tensor([1.0], requires_grad=v),
+                 "ones": lambda: torch.ones(2, requires_grad=v),
+                 "zeros_like": lambda: torch.zeros_like(leaf, requires_grad=v),
+                 "full": lambda: torch.full((2,), 3.0, requires_grad=v),
+                 "int ones": lambda: torch.ones(2, dtype=torch.int64, requires_grad=v),
+                 "set_grad_enabled": lambda: torch.set_grad_enabled(v),
+                 "inference_mode": inference_block}
+        try:
+            for label, call in calls.items():
+                try:
+                    out = call()
+                    log(label, ["ok", getattr(out, "requires_grad", None)])
+                except Exception as exc:    # no spec error kind: the exception type
+                    log(label, type(exc).__name__)
+                log(label + " after", [torch.is_grad_enabled(), leaf.requires_grad,
+                                       grad_leaf.requires_grad, nonleaf.requires_grad,
+                                       ints.requires_grad])
+        finally:
+            torch.set_grad_enabled(True)
 @pytest.mark.clause("LEAF-12")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
