@@ -33,7 +33,8 @@ from .tensor import Tensor
 
 __all__ = ["autograd", "backend", "nn", "ops", "Tensor", "Size", "device", "tensor", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled", "memory_format", "contiguous_format", "preserve_format"]
+           "is_inference_mode_enabled", "is_inference", "memory_format", "contiguous_format",
+           "preserve_format"]
 dtype = dtypes.dtype
 bool, float32, float64, int64 = dtypes.bool_, dtypes.float32, dtypes.float64, dtypes.int64  # noqa: A001
 float, double, long = float32, float64, int64  # noqa: A001
@@ -73,3 +74,12 @@ lt, le, gt, ge, eq, ne = (getattr(Tensor, n) for n in ("lt", "le", "gt", "ge", "
 
 def detach(x):
     return x.detach()
+
+
+def is_inference(input) -> bool:  # noqa: A002 - torch's parameter name
+    """torch.is_inference(t): t.is_inference() (INFER-2); anything but a tensor is refused as
+    torch's argument parser refuses it."""
+    if not isinstance(input, Tensor):
+        raise TypeError("is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()

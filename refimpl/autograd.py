@@ -6,12 +6,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
-from . import (
+from . import (  # torch.autograd has grad_mode and the managers too (imported below)
     differentiable,
     engine,
     errors,
-    grad_mode,  # noqa: F401  (torch.autograd.grad_mode exists too)
+    grad_mode,  # noqa: F401
 )
+from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 from .node import accumulator
 from .tensor import Tensor, edge, grad_dtype_of, wrap
 

@@ -512,3 +512,32 @@ def test_a_view_taken_under_no_grad_of_a_view_that_refuses_in_place(differential
             quiet.mul_(3.0)
         log("y", y)
     differential(prog)
+
+
+@pytest.mark.clause("MODE-3")
+@pytest.mark.clause("INFER-2")
+@pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
+def test_the_managers_under_autograd_and_torch_is_inference(differential, shape):
+    """torch.autograd.no_grad, enable_grad, set_grad_enabled and inference_mode are torch's
+    managers under another name, and torch.is_inference(t) is t.is_inference()."""
+    def prog(torch, log):
+        ag = torch.autograd
+        x = torch.ones(shape, dtype=torch.float64, requires_grad=True)
+        try:
+            with ag.no_grad():
+                a = x * 2
+                with ag.enable_grad():
+                    b = x * 2
+            with ag.set_grad_enabled(False):
+                c = x * 2
+            with ag.inference_mode():
+                d = x * 2
+                v = x.detach()
+            log("flags", [t.requires_grad for t in (a, b, c, d)] + [torch.is_grad_enabled()])
+            log("is_inference", [torch.is_inference(t) for t in (x, a, d, v)])
+            if shape:
+                log("a view of an inference tensor", torch.is_inference(d[0]))
+            log.attempt("not a tensor", lambda: torch.is_inference(1.0))
+        finally:
+            torch.set_grad_enabled(True)
+    differential(prog)
