@@ -28,7 +28,8 @@ def unpack(node, g):
 
 def _on_graph(node, s, value, be):
     """A saved value as torch unpacks it under create_graph: the saved data, with the version
-    counter of the tensor saved (a later write makes the second backward raise, DOUBLE-6) and
+    counter of the tensor saved, or of the tensor the unpack hook returned for a value packed
+    by one (a later write to it makes the second backward raise, DOUBLE-6, SAVED-6), and
     the edge the node has to it: its input's, or the node itself for its own result."""
     if s is None or s.dtype is None:  # not saved, or a Python number
         return value

@@ -37,13 +37,17 @@ _state = _State()
 
 
 class HookedValue(SavedValue):
-    """A saved value packed by a pack hook: what pack returned, and the unpack hook to call."""
+    """A saved value packed by a pack hook: what pack returned, and the unpack hook to call.
+    Its vc is the version counter of the tensor unpack last returned, which the value a
+    create_graph pass computes with shares (DOUBLE-6, refimpl/differentiable.py): a later write
+    to that tensor, not to the one saved, makes a backward through the gradient raise."""
     __slots__ = ("packed", "unpack_hook", "tensors")
 
     def unpack(self):
         t = self.unpack_hook(self.packed)
         if not isinstance(t, ArraySurface):  # refimpl's Tensor is its only subclass
             raise errors.unpack_not_tensor(type(t).__name__)  # SAVED-3
+        self.vc = t._vc
         return t if self.tensors else t._data
 
 
@@ -75,7 +79,6 @@ def _pack(value: SavedValue, t, pack, unpack, tensors) -> SavedValue:
     if t._vc[0] != version:
         raise errors.pack_hook_inplace()  # SAVED-8
     hooked = HookedValue(value.array, None, value.origin, value.idx, value.dtype)
-    hooked.vc = value.vc  # the counter a create_graph unpack shares (refimpl/differentiable.py)
     hooked.packed, hooked.unpack_hook, hooked.tensors = packed, unpack, tensors
     return hooked
 
