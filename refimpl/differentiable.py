@@ -14,7 +14,7 @@ import weakref
 
 from .backend import namespace_of
 from .broadcast import sum_to as _sum_to
-from .node import AccumulateGrad
+from .node import AccumulateGrad, SavedValue
 from .tensor import Tensor, linear, wrap
 
 
@@ -33,6 +33,12 @@ def _on_graph(node, s, value, be):
     the edge the node has to it: its input's, or the node itself for its own result."""
     if s is None or s.dtype is None:  # not saved, or a Python number
         return value
+    leaf = s.origin
+    if s.idx is not None and s.idx >= 0 and s.__class__ is SavedValue and \
+            isinstance(leaf, Tensor) and leaf.grad_fn is None:
+        # torch keeps a leaf input itself: it counts as it is now, one that started requiring
+        # grad since it was saved (requires_grad_) too (DOUBLE-1)
+        return leaf
     t = wrap(be, value, s.vc)
     idx = s.idx  # the edge: its node and which of its outputs (split's pieces, VIEW-6)
     fn, nr = ((s.edge or node), 0) if idx == -1 else \

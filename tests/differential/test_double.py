@@ -6,6 +6,8 @@ of the gradient's graph share), with SAVED-6 and SAVED-12 (spec/double.md, spec/
 The `_version` of gradients is never logged (UNSPEC-3), nor the names of the gradient graph's
 nodes (UNSPEC-9).
 """
+import warnings
+
 import pytest
 
 DTYPES = ("float32", "float64")
@@ -69,4 +71,60 @@ def test_a_hooked_value_shares_the_counter_of_the_tensor_unpack_returned(
             for shape in SHAPES:
                 _second_pass_after_a_write(torch, log, f"{dtype} {shape}", UNARY[op],
                                            _leaf(torch, dtype, shape), keep, written)
+    differential(prog)
+
+
+# ops that save their second operand w, a leaf, for the gradient of their first, x
+SAVE_W = {
+    "mul": lambda x, w: x * w,
+    "rmul": lambda x, w: w * x,
+    "div": lambda x, w: x / w,
+    "dot": lambda x, w: x @ w,
+    "mv": lambda x, w: x.expand(2, 3) @ w,
+    "mm": lambda x, w: x.view(1, 3) @ w.view(3, 1),
+    "where": lambda x, w: (x * w).where(x > 0.7, x),
+}
+
+
+def _change_leaf(w, change):
+    if change == "requires_grad_(True)":
+        w.requires_grad_(True)
+    elif change == "requires_grad = True":
+        w.requires_grad = True
+    elif change == "requires_grad_(False)":
+        w.requires_grad_(False)
+    else:
+        w.detach_()
+
+
+@pytest.mark.clause("DOUBLE-1")
+@pytest.mark.clause("DOUBLE-2")
+@pytest.mark.parametrize("op", SAVE_W)
+@pytest.mark.parametrize("change", ("requires_grad_(True)", "requires_grad = True",
+                                    "requires_grad_(False)", "detach_()"))
+@pytest.mark.parametrize("pass_", ("grad", "backward"))
+def test_a_saved_leaf_counts_as_it_is_when_the_pass_runs(differential, op, change, pass_):
+    """A leaf an op saved without hooks, which starts or stops requiring grad before a
+    create_graph pass: the gradient is recorded through it as it is then, so that the mixed
+    derivative is taken when it started requiring grad, and not when it stopped."""
+    def prog(torch, log):
+        for dtype in DTYPES:
+            dt = getattr(torch, dtype)
+            x = torch.tensor([0.5, 1.0, 1.5], dtype=dt, requires_grad=True)
+            stops = change in ("requires_grad_(False)", "detach_()")
+            w = torch.tensor([1.2, 0.8, 0.3], dtype=dt, requires_grad=stops)
+            y = SAVE_W[op](x, w)
+            _change_leaf(w, change)
+            if pass_ == "grad":
+                g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+            else:
+                with warnings.catch_warnings():     # CREATE_GRAPH_CYCLE, once a process
+                    warnings.simplefilter("ignore")
+                    y.sum().backward(create_graph=True)
+                g = x.grad
+            log(dtype + " gradient", [g, g.requires_grad, g.grad_fn is None])
+            if g.requires_grad:
+                mixed = log.attempt(dtype + " mixed", lambda g=g, w=w: torch.autograd.grad(
+                    g.sum(), w, allow_unused=True))
+                log(dtype + " mixed value", mixed)
     differential(prog)
