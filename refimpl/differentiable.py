@@ -43,11 +43,10 @@ def _on_graph(node, s, value, be):
     idx = s.idx  # the edge: its node and which of its outputs (split's pieces, VIEW-6)
     fn, nr = ((s.edge or node), 0) if idx == -1 else \
         node.next_functions[idx] if idx is not None else (None, 0)
-    if isinstance(fn, AccumulateGrad):  # a leaf: what reaches t reaches the leaf's .grad;
-        # torch unpacks a saved leaf as the leaf is now: no edge once it stopped requiring grad
-        # (requires_grad_(False), detach_()), so the gradient is no longer recorded (DOUBLE-1)
-        if fn.variable._requires_grad:
-            t._requires_grad, t._accumulator = True, weakref.ref(fn)
+    if isinstance(fn, AccumulateGrad):  # a leaf packed by a pack hook: what reaches t reaches
+        # the leaf's accumulator, as the leaf was when saved, whether it requires grad now or
+        # not (DOUBLE-1, SAVED-12); one that did not then has no edge (fn None)
+        t._requires_grad, t._accumulator = True, weakref.ref(fn)
     elif fn is not None:
         t._grad_fn, t._output_nr = fn, nr
     return t

@@ -204,9 +204,8 @@ def _on_graph(value, s, node):
     t = wrap(value._be, value._data, value._vc)
     if isinstance(fn, str):                 # ("node", its output number)
         t._grad_fn, t._output_nr = node, nr
-    elif isinstance(fn, AccumulateGrad):    # a leaf's: as the leaf is now (DOUBLE-1)
-        if fn.variable._requires_grad:
-            t._requires_grad, t._accumulator = True, weakref.ref(fn)
+    elif isinstance(fn, AccumulateGrad):    # a leaf's: as it was when saved (DOUBLE-1)
+        t._requires_grad, t._accumulator = True, weakref.ref(fn)
     elif fn is not None:
         t._grad_fn, t._output_nr = fn, nr
     return t

@@ -128,3 +128,81 @@ def test_a_saved_leaf_counts_as_it_is_when_the_pass_runs(differential, op, chang
                     g.sum(), w, allow_unused=True))
                 log(dtype + " mixed value", mixed)
     differential(prog)
+
+
+def _hooks(torch, pack):
+    graph = torch.autograd.graph
+    if pack == "save_on_cpu":
+        return graph.save_on_cpu()
+    keep = {"detach": lambda t: t.detach(), "clone": lambda t: t.detach().clone(),
+            "itself": lambda t: t}[pack]
+    return graph.saved_tensors_hooks(keep, lambda p: p)
+
+
+def _through_the_gradient(torch, log, label, g, w):
+    """Log g, whether it is recorded, the mixed derivative, and w.grad after a pass through g."""
+    log(label + " gradient", [g, g.requires_grad, g.grad_fn is None])
+    if g.requires_grad:
+        mixed = log.attempt(label + " mixed", lambda: torch.autograd.grad(
+            g.sum(), w, allow_unused=True, retain_graph=True))
+        log(label + " mixed value", mixed)
+        log.attempt(label + " backward", lambda: g.sum().backward())
+        log(label + " w.grad", w.grad)
+
+
+@pytest.mark.clause("DOUBLE-1")
+@pytest.mark.clause("SAVED-12")
+@pytest.mark.parametrize("op", SAVE_W)
+@pytest.mark.parametrize("change", ("requires_grad_(True)", "requires_grad = True",
+                                    "requires_grad_(False)", "detach_()"))
+@pytest.mark.parametrize("pack", ("detach", "clone", "itself", "save_on_cpu"))
+def test_a_leaf_saved_under_hooks_counts_as_it_was_when_saved(differential, op, change, pack):
+    """A leaf an op saved under saved-tensor hooks, which starts or stops requiring grad
+    before a create_graph pass: the gradient is recorded through it where it required grad
+    when saved (a pass through it then leaves its .grad alone, and the mixed derivative
+    raises), and not where it did not."""
+    def prog(torch, log):
+        for dtype in DTYPES:
+            dt = getattr(torch, dtype)
+            x = torch.tensor([0.5, 1.0, 1.5], dtype=dt, requires_grad=True)
+            stops = change in ("requires_grad_(False)", "detach_()")
+            w = torch.tensor([1.2, 0.8, 0.3], dtype=dt, requires_grad=stops)
+            with _hooks(torch, pack):
+                y = SAVE_W[op](x, w)
+            _change_leaf(w, change)
+            g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+            _through_the_gradient(torch, log, dtype, g, w)
+    differential(prog)
+
+
+@pytest.mark.clause("DOUBLE-1")
+@pytest.mark.clause("SAVED-12")
+@pytest.mark.parametrize("change", ("requires_grad_(True)", "requires_grad_(False)",
+                                    "detach_()"))
+@pytest.mark.parametrize("hooked", (False, True), ids=("plain", "hooked"))
+def test_a_custom_functions_saved_leaf_counts_as_double_1_says(differential, change, hooked):
+    """ctx.save_for_backward of a leaf input: without hooks it counts as it is when the pass
+    runs, under hooks as it was when saved."""
+    def prog(torch, log):
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, c):
+                ctx.save_for_backward(c)
+                return a * c
+
+            @staticmethod
+            def backward(ctx, g):
+                c, = ctx.saved_tensors
+                return g * c, None
+        x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+        w = torch.tensor([2.0, -1.5], dtype=torch.float64,
+                         requires_grad=change != "requires_grad_(True)")
+        if hooked:
+            with _hooks(torch, "detach"):
+                y = Scale.apply(x, w)
+        else:
+            y = Scale.apply(x, w)
+        _change_leaf(w, change)
+        g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+        _through_the_gradient(torch, log, "float64", g, w)
+    differential(prog)
