@@ -132,6 +132,23 @@ def _check_inner(s1, s2):
                            f"{s2[0]}x{s2[1]})")
 
 
+def _check_sizes(name, s1, s2):
+    """torch's RuntimeError for operands whose inner sizes differ, in the words of the kernel
+    matmul reached: dot, mv, mm or bmm (not numpy's ValueError)."""
+    if name == "DotBackward0" and s1[0] != s2[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{s1[0]}] and src "
+                           f"[{s2[0]}] to have the same number of elements, but got {s1[0]} "
+                           f"and {s2[0]} elements respectively")
+    if name == "MvBackward0" and s1[1] != s2[0]:
+        raise RuntimeError(f"size mismatch, got input ({s1[0]}), mat ({s1[0]}x{s1[1]}), "
+                           f"vec ({s2[0]})")
+    if name == "MmBackward0":
+        _check_inner(s1, s2)
+    if name == "BmmBackward0" and s1[2] != s2[1]:
+        raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{s1[0]}, {s1[2]}] but got: [{s2[0]}, {s2[1]}].")
+
+
 def _dtype_error(x, y, da, db):
     """torch's messages for operands of different dtypes, which matmul does not promote."""
     X, Y = x.c_name.capitalize(), y.c_name.capitalize()
@@ -171,8 +188,13 @@ def _swap_last(t):
 
 
 def _broadcast(s1, s2):
+    """The broadcast batch shape, or torch's error for the last dimension that cannot be."""
     n = max(len(s1), len(s2))
     s1, s2 = (1,) * (n - len(s1)) + tuple(s1), (1,) * (n - len(s2)) + tuple(s2)
+    for i in reversed(range(n)):
+        if s1[i] != s2[i] and 1 not in (s1[i], s2[i]):
+            raise RuntimeError(f"The size of tensor a ({s1[i]}) must match the size of tensor b "
+                               f"({s2[i]}) at non-singleton dimension {i}")
     return tuple(max(x, y) if 1 in (x, y) else x for x, y in zip(s1, s2, strict=True))
 
 
@@ -184,6 +206,7 @@ def _numel(shape):
 
 
 def _two(a, b, name, backward):             # saves: b if a needs grad, a if b needs grad
+    _check_sizes(name, a._data.shape, b._data.shape)
     xp = a._be.xp
     out, node = record(xp.matmul(a._data, b._data), a._be, name, backward, (a, b), xp)
     if node is not None:

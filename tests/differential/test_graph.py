@@ -255,3 +255,28 @@ def test_subscripts_of_several_items_record_a_node_per_slice_written_short_of_th
                 (v * v).sum().backward()
                 log(f"{shape} a[{label}] base.grad", a.grad)
     differential(prog)
+
+
+# operand shapes whose inner sizes differ, through each path matmul takes: dot, mv, mm (1-D
+# unsqueezed too), a batch folded into rows, bmm, and batches that cannot broadcast
+MISMATCHED = (((3,), (2,)), ((0,), (2,)), ((2, 3), (2,)), ((2, 3), (0,)), ((3,), (2, 2)),
+              ((2, 3), (2, 3)), ((2, 2, 3), (2, 3)), ((2, 2, 3), (2,)), ((3,), (2, 2, 2)),
+              ((2, 3), (2, 2, 2)), ((2, 2, 3), (2, 2, 2)), ((2, 2, 3), (1, 2, 2)),
+              ((1, 2, 3), (2, 2, 2)), ((2, 1, 2, 3), (3, 2, 2)), ((4, 2, 3), (3, 2, 2)),
+              ((2, 2, 3), (3, 3, 2)))
+
+
+@pytest.mark.clause("GRAPH-3")
+@pytest.mark.clause("VER-12")
+@pytest.mark.parametrize("needs_grad", ("neither", "first", "second"))
+def test_matmul_of_mismatched_sizes_raises_torchs_runtime_error(differential, needs_grad):
+    """matmul of operands whose inner sizes differ raises RuntimeError with the message of the
+    kernel torch reaches (which depends on which operand requires grad, as folding does), not
+    numpy's ValueError; no spec kind, so the message is compared as it is."""
+    def prog(torch, log):
+        for sa, sb in MISMATCHED:
+            a = torch.ones(sa, requires_grad=needs_grad == "first")
+            b = torch.ones(sb, requires_grad=needs_grad == "second")
+            log.attempt(f"{sa} @ {sb}", lambda a=a, b=b: a @ b)
+            log.attempt(f"matmul {sa} {sb}", lambda a=a, b=b: torch.matmul(a, b))
+    differential(prog)
