@@ -137,6 +137,9 @@ Tensor.backward = _tensor_backward
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    if is_grads_batched:
+        raise NotImplementedError("refimpl: is_grads_batched (vmap over grad_outputs) is "
+                                  "outside the spec's scope")
     if materialize_grads and allow_unused is False:     # torch checks this first (API-7)
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")

@@ -6,6 +6,8 @@ an integer tensor gives the default dtype, float32.
 """
 from __future__ import annotations
 
+from . import errors
+
 
 class dtype:
     def __init__(self, name, rank, category, c_name, legacy):
@@ -51,3 +53,19 @@ def result_type(tensors_and_scalars) -> dtype:
         elif d.category > out.category:
             out = d  # a higher category from a lower tier wins (a Python float is float32)
     return out
+
+
+def grad_dtype_set(t, value) -> dtype | None:
+    """The grad_dtype `t.grad_dtype = value` sets (LEAF-9, LEAF-13), checked as torch 2.13
+    checks it: a dtype or None; a leaf (the setter reads `.grad` first, so a non-leaf that
+    does not retain its gradient warns NONLEAF_GRAD_ACCESS before it refuses, RETAIN-7); a
+    `.grad` already there of another dtype refused."""
+    if value is not None and not isinstance(value, dtype):
+        raise RuntimeError("grad_dtype must be a torch.dtype or None, but got "
+                           f"{type(value).__name__}")
+    held = t.grad
+    if t.grad_fn is not None:
+        raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+    if value is not None and held is not None and held._dtype is not value:
+        raise errors.grad_dtype_conflict(value, held._dtype)
+    return value

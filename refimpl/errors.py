@@ -192,6 +192,12 @@ def post_hook_nonleaf():  # HOOK-12
     return RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
 
 
+def grad_not_tensor(value):  # no spec kind: torch's check of what `.grad =` is given
+    kind = type(value).__name__     # (torch names its C types by module: torch.dtype)
+    kind = "torch.dtype" if type(value).__module__ == "refimpl.dtypes" else kind
+    return TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {kind}")
+
+
 def grad_assign_shape(got, want):  # LEAF-12
     return RuntimeError(f"attempting to assign a gradient of size '{list(got)}' to a tensor of "
                         f"size '{list(want)}'. Please ensure that the gradient and the tensor are "

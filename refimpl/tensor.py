@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 import weakref
 
-from . import errors, grad_mode, hooks, saved_hooks
+from . import dtypes, errors, grad_mode, hooks, saved_hooks
 from .formatting import tensor_repr
 from .node import NO_VERSION, Node, SavedValue, accumulator
 from .surface import ArraySurface
@@ -90,8 +90,8 @@ class Tensor(ArraySurface):
     @grad.setter
     def grad(self, value):
         if value is not None:
-            if value is self:
-                raise errors.grad_assign_self()  # LEAF-12
+            if value is self or not isinstance(value, Tensor):  # LEAF-12
+                raise errors.grad_assign_self() if value is self else errors.grad_not_tensor(value)
             want = grad_dtype_of(self)
             if want is not None and value._dtype is not want:
                 raise errors.grad_assign_dtype(value._dtype, want)  # LEAF-13
@@ -113,11 +113,7 @@ class Tensor(ArraySurface):
 
     @grad_dtype.setter
     def grad_dtype(self, dtype):
-        if self.grad_fn is not None:
-            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
-        if dtype is not None and self._grad is not None and self._grad._dtype is not dtype:
-            raise errors.grad_dtype_conflict(dtype, self._grad._dtype)
-        self._grad_dtype = dtype
+        self._grad_dtype = dtypes.grad_dtype_set(self, dtype)
 
     @property
     def _version(self) -> int:

@@ -350,3 +350,50 @@ def test_a_tensor_cannot_be_assigned_as_its_own_grad(differential, dtype, shape)
             (x * 3).sum().backward()
             log(label + ": leaf and .grad", [x.detach().clone(), x.grad])
     differential(prog)
+
+
+@pytest.mark.clause("LEAF-9", "LEAF-12", "LEAF-13", "RETAIN-7")
+@pytest.mark.parametrize("value", ["float64", 5, 1.0, None, "dtype float32", "dtype float64"])
+def test_what_grad_dtype_and_grad_are_set_to_is_checked(differential, value):
+    """grad_dtype takes a dtype or None (RuntimeError otherwise), on a leaf only, and its
+    setter reads .grad first (a non-leaf that does not retain its gradient warns
+    NONLEAF_GRAD_ACCESS before it refuses); .grad takes a tensor or None (TypeError)."""
+    def prog(torch, log):
+        given = getattr(torch, value.split()[1]) if str(value).startswith("dtype") else value
+        for kind in ("leaf", "leaf with a .grad", "non-leaf", "retaining non-leaf", "view",
+                     "not requiring grad"):
+            x = torch.tensor([1.0, 2.0], requires_grad=kind != "not requiring grad")
+            t = {"non-leaf": x * 2, "retaining non-leaf": x * 2, "view": x.view(2)}.get(kind, x)
+            if kind == "leaf with a .grad":
+                x.grad = torch.ones(2)
+            if kind == "retaining non-leaf":
+                t.retain_grad()
+
+            def assign(t=t):
+                t.grad_dtype = given
+            log.attempt(f"{kind}: grad_dtype = {value}", assign)
+            if t.is_leaf:
+                log("grad_dtype", str(t.grad_dtype))
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+        def assign_grad(x=x):
+            x.grad = given
+        log.attempt(f".grad = {value}", assign_grad)
+        log(".grad", x.grad)
+    differential(prog)
+
+
+@pytest.mark.clause("API-7")
+def test_is_grads_batched_is_outside_refimpl(differential):
+    """autograd.grad's is_grads_batched (vmap) is outside the spec: refimpl refuses it rather
+    than compute an unbatched result; with it False both compute the same."""
+    import refimpl
+    x = refimpl.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="is_grads_batched"):
+        refimpl.autograd.grad(x * x, x, refimpl.eye(2) if hasattr(refimpl, "eye") else
+                              refimpl.ones(2, 2), is_grads_batched=True)
+
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        log("grad", torch.autograd.grad(x * x, x, torch.ones(2), is_grads_batched=False))
+    differential(prog)
