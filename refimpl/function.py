@@ -18,7 +18,7 @@ import inspect
 import warnings
 import weakref
 
-from . import errors, grad_mode, saved_hooks
+from . import errors, function_errors, grad_mode, saved_hooks
 from . import node as node_module
 from .node import FREED, NO_VERSION, AccumulateGrad, Node, SavedValue
 from .ops.inplace import rebase_history
@@ -89,7 +89,7 @@ class Function:
                       "version of PyTorch.", DeprecationWarning, stacklevel=2)
 
     def __call__(self, *args, **kwargs):
-        raise errors.legacy_function()  # FUNC-15
+        raise function_errors.legacy_function()  # FUNC-15
 
     @staticmethod
     def forward(*args, **kwargs):
@@ -129,11 +129,11 @@ class Function:
         outs = result if isinstance(result, tuple) else (result,)
         for i, d in enumerate(ctx._dirty):  # one bump per tensor given, before the checks,
             if not isinstance(d, Tensor):   # as torch does (UNSPEC-11: one given twice, one
-                raise errors.dirty_not_tensor(i, d)     # not returned)
+                raise function_errors.dirty_not_tensor(i, d)     # not returned)
             d._vc[0] += 1   # FUNC-11: however many times forward returns it
         for d in ctx._non_differentiable:
             if not isinstance(d, Tensor):
-                raise errors.non_differentiable_not_tensor(d)
+                raise function_errors.non_differentiable_not_tensor(d)
         node = _node(cls, ctx, args, outs, edges) if record else None
         if node is not None:
             node.seq = seq
@@ -141,11 +141,11 @@ class Function:
         outs = tuple(_output(node, i, o, ctx, args) for i, o in enumerate(outs))
         for d in ctx._dirty:    # after the outputs' own checks and histories, as torch does
             if not any(d is o for o in returned):
-                raise errors.dirty_not_returned()  # FUNC-11
+                raise function_errors.dirty_not_returned()  # FUNC-11
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
             for i, t in enumerate(ctx._to_save):
                 if t is not None and not isinstance(t, Tensor):
-                    raise errors.save_not_tensor(i, t)
+                    raise function_errors.save_not_tensor(i, t)
             node.save(*(None if t is None else _hooked(t, node, outs)  # names the node
                         for t in ctx._to_save))                         # (VER-7)
         return outs if isinstance(result, tuple) else outs[0]
@@ -251,9 +251,9 @@ def _output(node, i, o, ctx, args):
             # holds then): a leaf by the stored field, as a view made under no_grad of a
             # tensor that requires grad is (MODE-9), then a view as an in-place op's target
             if o._grad_fn is None and o.requires_grad:
-                raise errors.dirty_leaf()
+                raise function_errors.dirty_leaf()
             if o._base is not None and node.n_outputs > 1:
-                raise errors.dirty_view_outputs()   # FUNC-11, before the view's own checks
+                raise function_errors.dirty_view_outputs()   # FUNC-11, before the view's own checks
             if o._base is not None and o._view_no_grad:
                 # FUNC-14, VIEW-7: an output of a multi-output view or of a custom Function
                 raise errors.no_grad_view_inplace(o._grad_fn, False, o._view_no_grad,
@@ -273,7 +273,7 @@ def _output(node, i, o, ctx, args):
     marked = explicit or not o._dtype.is_floating_point
     if is_input and ctx._setup and any(o is s for s in ctx._to_save) and not (
             o.requires_grad and (marked or node is None)):  # FUNC-3: one not detached
-        raise errors.returned_input_saved()
+        raise function_errors.returned_input_saved()
     if marked and not (is_input and not explicit):  # (an integer input: a view, FUNC-14)
         return o.detach() if is_input else _unrecorded(o)
     if is_input:  # a view of it, made in the Function (FUNC-14)
@@ -333,15 +333,15 @@ def run_backward(node, grad):
     if len(res) > n and all(r is None for r in res[n:]):
         res = res[:n]                                  # extra Nones are dropped (FUNC-6)
     if len(res) != n:
-        raise errors.function_grad_count(node.name(), n, len(res))  # FUNC-7
+        raise function_errors.function_grad_count(node.name(), n, len(res))  # FUNC-7
     out = []
     for i, (r, is_tensor) in enumerate(zip(res, node.arg_is_tensor, strict=True)):
         if not is_tensor:
             if r is not None:
-                raise errors.function_non_tensor_grad(node.name(), i + 1)  # FUNC-6
+                raise function_errors.function_non_tensor_grad(node.name(), i + 1)  # FUNC-6
             continue
         if r is not None and not isinstance(r, Tensor):
-            raise errors.function_grad_not_tensor(type(r).__name__)  # FUNC-6
+            raise function_errors.function_grad_not_tensor(type(r).__name__)  # FUNC-6
         out.append(r if r is None or graphed else r._data)
     return tuple(out)
 
@@ -369,4 +369,4 @@ def once_differentiable(fn):
 
 
 def _raise_once(node, grad):
-    raise RuntimeError(errors.ONCE_DIFFERENTIABLE)
+    raise RuntimeError(function_errors.ONCE_DIFFERENTIABLE)
