@@ -123,14 +123,8 @@ class _Run:
         self.current = ev
         caught = self.caught
         start = len(caught)
+        self._probe(self._before, s, kind, ev)
         try:
-            if kind.backward_pass and not s.params.get("create_graph"):
-                self._seeded(kind.seeds(s), ev)
-            swapped = kind.data_swapped(s)
-            if swapped:
-                self._swapped(swapped, ev)
-            if kind.backward_pass:
-                self._integral_seed(kind.seeded_roots(s), ev)
             kind.run(self, s, ev, path)
         except HarnessError as exc:
             ev.status, ev.message = HARNESS, _message(exc)
@@ -145,11 +139,31 @@ class _Run:
             del caught[start:]
         if ev.status == "ok":
             if kind.writes and s.target in env:
-                self._written(env[s.target], ev)
+                self._probe(self._written, s, kind, ev)
             if dead:
                 dead.difference_update(kind.binds(s))
         elif not kind.in_place:     # a failed in-place op leaves its target bound
             dead.update(kind.binds(s))
+
+    def _probe(self, probe: Callable[[Stmt, Any, Event], None], s: Stmt, kind: Any,
+               ev: Event) -> None:
+        """Ask the engine what the comparator needs to know of a statement beyond what it
+        records (the Event flags that open what spec/unspecified.md leaves open). These are
+        gradspec's questions, not the statement: an engine that cannot answer one (any
+        exception) leaves its flag unset, and the statement runs and is judged as it is."""
+        try:
+            probe(s, kind, ev)
+        except Exception:  # noqa: BLE001 - see above: never the engine's error, never a crash
+            pass
+
+    def _before(self, s: Stmt, kind: Any, ev: Event) -> None:
+        if kind.backward_pass and not s.params.get("create_graph"):
+            self._seeded(kind.seeds(s), ev)
+        swapped = kind.data_swapped(s)
+        if swapped:
+            self._swapped(swapped, ev)
+        if kind.backward_pass:
+            self._integral_seed(kind.seeded_roots(s), ev)
 
     def _seeded(self, seeds: list[str], ev: Event) -> None:
         """Record that a pass without create_graph is handed a gradient that requires grad:
@@ -177,8 +191,12 @@ class _Run:
         e, env = self.e, self.env
         for root, gradient in pairs:
             g, t = env.get(gradient), env.get(root)
-            if g is None or t is None or e.dtype(g) not in ("int64", "bool") or \
-                    not e.is_leaf(t) or not e.requires_grad(t):
+            if g is None or t is None:
+                continue
+            if tuple(e.shape(g)) != tuple(e.shape(t)):
+                return      # GRAD_OUTPUT_SHAPE (API-3) comes first: the pass fails there
+            if e.dtype(g) not in ("int64", "bool") or not e.is_leaf(t) or \
+                    not e.requires_grad(t):
                 continue
             try:
                 open_dtype = e.grad_dtype(t) is None
@@ -187,12 +205,12 @@ class _Run:
             if open_dtype:
                 ev.integral_seed = True
 
-    def _written(self, t: Any, ev: Event) -> None:
+    def _written(self, s: Stmt, kind: Any, ev: Event) -> None:
         """Record that a write left its target not requiring grad, so that it recorded
         nothing on it (a view's history is then rebuilt when next read, UNSPEC-17), or left
         it, of an integer or bool dtype, requiring grad (INPLACE-10's fill_ exception: what
         is computed from it is open, UNSPEC-18)."""
-        e = self.e
+        e, t = self.e, self.env[s.target]
         if not e.requires_grad(t):
             ev.unrecorded = True
         elif e.dtype(t) in ("int64", "bool"):

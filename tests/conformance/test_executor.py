@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+import pytest
+
 from conformance.compare import compare
 from conformance.engines import load_engine
 from conformance.engines.torchlike import TorchLike
@@ -377,3 +379,41 @@ def test_a_program_torch_cannot_free_does_not_keep_its_trace():
     gc.collect()        # (one collection: in a long test process each can take seconds)
     for ref in held:    # the cycle itself, which no collection frees: the hooks keep the run
         assert ref() is not None and ref().env == {} and ref().trace.events == []
+
+
+def _unanswering(method: str, when_int64: bool = False):
+    """A torch engine whose `method` raises (not NotImplementedError): what gradspec asks of
+    an engine beyond a statement itself must never crash the run or become the engine's
+    error."""
+    base = load_engine("torch")
+
+    def answer(self, t):
+        if when_int64 and str(t.dtype) != "torch.int64":
+            return getattr(type(base), method)(self, t)
+        raise AttributeError(f"this engine cannot answer {method}")
+    cls = type("Unanswering", (type(base),), {method: answer})
+    return cls(base.torch, "unanswering", "cpu", base.capabilities)
+
+
+@pytest.mark.parametrize("method, program", [
+    ("requires_grad", Program([leaf("x", [1, 2], [2], "int64", rg=False),
+                               S("inplace", target="x", args=[1], params={"fn": "add_"}),
+                               obs("x", "value")])),
+    ("grad_dtype", Program([leaf("x", [1.0, 2.0], [2], rg=True),
+                            leaf("g", [1, 2], [2], "int64", rg=False),
+                            S("backward", target="x", args=["g"], params={}),
+                            obs("x", "grad")])),
+    ("is_inference", Program([leaf("r", [1.0, 2.0], [2]), leaf("n", [3.0, 4.0], [2], rg=False),
+                              S("set_data", target="r", args=["n"]), obs("r", "value")])),
+])
+def test_an_engine_that_cannot_answer_gradspecs_own_questions_still_runs(method, program):
+    """The executor asks an engine about the state around a statement (Event flags: whether a
+    write left its target requiring grad, a seed's dtype and grad_dtype, whether .data = swaps
+    an inference tensor). An engine that raises there leaves the flag unset: the statement
+    runs and is recorded as it is, never as an error of the engine, and the run goes on."""
+    engine = _unanswering(method, when_int64=method == "requires_grad")
+    t = execute(program, engine)
+    reference = execute(program, load_engine("torch"))
+    assert [(ev.status, ev.error) for ev in t.events] == \
+        [(ev.status, ev.error) for ev in reference.events]
+    assert t.events[-1].value == reference.events[-1].value
