@@ -61,8 +61,8 @@ class StaleViews:
             # (a write refused on both sides wrote nothing, but a dirty Function's forward
             # wrote before apply refused it, FUNC-11)
             if not refused or kind.wrote_if_refused(s, (o.error, e.error)):
-                unrecorded = refused or kind.writes_via_view or "." in (o.path or "") or (
-                    o.unrecorded or e.unrecorded)
+                unrecorded = refused or kind.writes_via_view or "." in (o.path or "") or bool(
+                    o.unrecorded)       # (the oracle's: judge/unspecified.py)
                 c = self.counter.get(s.target or "")
                 self._written({v for v in self.views if self.counter.get(v) == c and (
                     v != s.target or unrecorded)})

@@ -2,7 +2,11 @@
 are compared (conformance/judge/compare.py).
 
 The comparator asks each statement's kind what it does to these open points (the "open points"
-of conformance/kinds/registry.py); it never branches on a statement's op.
+of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
+depends on the state a statement left (the Event flags the executor records: integral_seed,
+inference_swapped, integral_requires_grad, unrecorded), the oracle's flags decide: the state
+behind each is itself specified, so an engine's own flag is a claim under test, never a reason
+to compare less.
 """
 from __future__ import annotations
 
@@ -74,8 +78,8 @@ class Unspecified:
 
     def opens(self, s: Stmt, kind: Any, o: Event, e: Event) -> bool:
         """depends(), or a pass handed an integer or bool gradient for a leaf root whose
-        grad_dtype is None (UNSPEC-16), which either engine's Event records."""
-        return self.depends(s, kind) or bool(o.integral_seed or e.integral_seed)
+        grad_dtype is None (UNSPEC-16), which the oracle's Event records."""
+        return self.depends(s, kind) or bool(o.integral_seed)
 
     def _computes_with_integral(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement computes with, writes or runs a pass through an integer or
@@ -136,7 +140,7 @@ class Unspecified:
         self.layouts_open |= kind.records_grads(s)
         self.all_open |= tainted and kind.backward_pass
         self._acted_on(s, kind, tainted)
-        if o.inference_swapped or e.inference_swapped:  # UNSPEC-10: what the target is
+        if o.inference_swapped:  # UNSPEC-10: what the target is
             self.open |= {s.target or ""}               # now, and what it computes, is open
         touched = kind.touches_grads(s)
         if touched and ("error" in (o.status, e.status) or "." in (o.path or "")):
@@ -207,7 +211,7 @@ class Unspecified:
             # a refused write to an inference tensor (UNSPEC-10), or to a tensor a custom
             # Function marked dirty (UNSPEC-11), may have written it or not
             self.open |= self._names(g) | {s.target}
-        if o.integral_requires_grad or e.integral_requires_grad:
+        if o.integral_requires_grad:
             self.integral |= self._names(g) | {s.target}    # UNSPEC-18
 
     def _pass_open(self, s: Stmt, kind: Any, hooked: list[str]) -> None:

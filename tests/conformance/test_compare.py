@@ -1740,3 +1740,37 @@ def test_a_floating_gradient_or_a_non_leaf_root_is_not_flagged(torch_engine, gra
     assert [ev.integral_seed for ev in o.events + e.events] == [None] * 14
     assert [ev.status for ev in o.events] == ["ok"] * 7
     assert compare(p, o, e) == []
+
+
+def test_an_engines_own_flag_never_opens_what_the_oracle_leaves_specified(torch_engine):
+    """The Event flags that open what spec/unspecified.md leaves open are the oracle's: an
+    engine whose own write leaves an integer tensor requiring grad after copy_ (INPLACE-10
+    says it stays a leaf that does not) is compared on what it then computes."""
+    p = Program([leaf("w", [2.0, 3.0], [2], rg=True), leaf("x", [1, 2], [2], "int64", rg=False),
+                 S("call", out="u", args=["w", 1.0], params={"fn": "mul"}),
+                 S("inplace", target="x", args=["u"], params={"fn": "copy_"}),
+                 S("call", out="y", args=["x", 2], params={"fn": "mul"}),
+                 obs("y", "value"), obs("y", "requires_grad")])
+    o = execute(p, torch_engine)
+    assert o.by_path()["3"].integral_requires_grad is None
+    e = copy.deepcopy(o)
+    e.by_path()["5"].value, e.by_path()["6"].value = [99, 99], True
+    e.by_path()["3"].integral_requires_grad = True
+    assert [d.path for d in compare(p, o, e)] == ["5", "6"]
+
+
+def test_a_pass_that_fails_its_shape_check_first_is_not_open(torch_engine):
+    """UNSPEC-16 leaves open a pass handed an integer gradient for a leaf root whose
+    grad_dtype is None, but a gradient of the wrong shape raises GRAD_OUTPUT_SHAPE first
+    (API-3): that pass is not flagged, and what follows is compared."""
+    p = Program([leaf("x", [1.0, 2.0], [2], "float64"), leaf("g", [1, 2, 3], [3], "int64",
+                                                              rg=False),
+                 S("set_grad_dtype", target="x", params={"dtype": None}),
+                 S("backward", target="x", args=["g"], params={}),
+                 S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+                 obs("y", "value"), obs("x", "grad")])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["3"].error == "GRAD_OUTPUT_SHAPE" and o.by_path()["3"].integral_seed is None
+    assert compare(p, o, e) == []
+    e.by_path()["5"].value = [0.0, 0.0]
+    assert [d.path for d in compare(p, o, e)] == ["5"]
