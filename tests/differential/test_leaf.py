@@ -317,6 +317,9 @@ def test_a_flag_or_switch_that_is_not_a_bool_is_refused(differential, value):
                                        ints.requires_grad])
         finally:
             torch.set_grad_enabled(True)
+    differential(prog)
+
+
 @pytest.mark.clause("LEAF-12")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape", [(), (2,), (2, 3)])
