@@ -127,13 +127,19 @@ class Function:
             else:
                 result = cls.forward(ctx, *args)
         outs = result if isinstance(result, tuple) else (result,)
-        for i, d in enumerate(ctx._dirty):  # one bump per tensor given, before the checks,
-            if not isinstance(d, Tensor):   # as torch does (UNSPEC-11: one given twice, one
-                raise function_errors.dirty_not_tensor(i, d)     # not returned)
-            d._vc[0] += 1   # FUNC-11: however many times forward returns it
+        # torch's order: what is saved (where recorded, FUNC-4) and marked non-differentiable
+        # (FUNC-12) is checked first, then the dirty tensors are bumped, once per tensor given
+        # (UNSPEC-11: one given twice, one not returned), and checked (FUNC-11)
+        for i, t in enumerate(ctx._to_save if record else ()):
+            if t is not None and not isinstance(t, Tensor):
+                raise function_errors.save_not_tensor(i, t)
         for d in ctx._non_differentiable:
             if not isinstance(d, Tensor):
                 raise function_errors.non_differentiable_not_tensor(d)
+        for i, d in enumerate(ctx._dirty):
+            if not isinstance(d, Tensor):
+                raise function_errors.dirty_not_tensor(i, d)
+            d._vc[0] += 1   # FUNC-11: however many times forward returns it
         node = _node(cls, ctx, args, outs, edges) if record else None
         if node is not None:
             node.seq = seq
@@ -143,9 +149,6 @@ class Function:
             if not any(d is o for o in returned):
                 raise function_errors.dirty_not_returned()  # FUNC-11
         if node is not None:  # after the dirty bumps, as torch saves; an output's error message
-            for i, t in enumerate(ctx._to_save):
-                if t is not None and not isinstance(t, Tensor):
-                    raise function_errors.save_not_tensor(i, t)
             node.save(*(None if t is None else _hooked(t, node, outs)  # names the node
                         for t in ctx._to_save))                         # (VER-7)
         return outs if isinstance(result, tuple) else outs[0]

@@ -1787,3 +1787,44 @@ def test_a_view_forward_made_returned_with_grad_mode_off_and_then_written(differ
                 with torch.no_grad():
                     log.attempt("written under no_grad", lambda v=v: v.add_(1.0))
     differential(prog)
+
+
+@pytest.mark.clause("FUNC-4", "FUNC-11", "FUNC-12")
+@pytest.mark.parametrize("given", ["leaf", "non-leaf", "not requiring grad", "no_grad"])
+def test_ctx_checks_come_in_torchs_order(differential, given):
+    """What is saved is checked first (where the call is recorded), then what is marked
+    non-differentiable, then the dirty tensors are bumped and checked: SAVE_NOT_TENSOR,
+    NON_DIFFERENTIABLE_NOT_TENSOR, DIRTY_NOT_TENSOR, DIRTY_LEAF, DIRTY_NOT_RETURNED, with the
+    version as each leaves it."""
+    def prog(torch, log):
+        import contextlib
+        import itertools
+        for save, non_diff, dirty in itertools.product(
+                (None, "number"), (None, "number"), (None, "x", "number", "x unreturned")):
+            class F(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, save=save, non_diff=non_diff, dirty=dirty):
+                    out = x * 3
+                    if dirty is not None:
+                        x.mul_(2)
+                        ctx.mark_dirty(x, 1.0) if dirty == "number" else ctx.mark_dirty(x)
+                    if non_diff:
+                        ctx.mark_non_differentiable(1.0)
+                    if save:
+                        ctx.save_for_backward(x, 2.0)
+                    return (out if dirty == "x unreturned" else x) if dirty else out
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g
+
+            x = torch.tensor([1.0, 2.0], requires_grad=given in ("leaf", "no_grad"))
+            x = x * 1 if given == "non-leaf" else x
+            if given == "non-leaf":
+                x = torch.tensor([1.0, 2.0], requires_grad=True) * 1
+            mode = torch.no_grad if given == "no_grad" else contextlib.nullcontext
+            with mode():
+                log.attempt(f"save {save}, non-diff {non_diff}, dirty {dirty}",
+                            lambda x=x, F=F: F.apply(x))
+            log("version", x._version)
+    differential(prog)
