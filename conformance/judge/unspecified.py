@@ -63,6 +63,8 @@ class Unspecified:
         #                                     these names is open (their values are not)
         self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
         #                                     requires grad a pass was handed (UNSPEC-3)
+        self.view_root: dict[str, str] = {}     # a differentiable view -> the tensor its chain
+        #                                         of view statements starts from
         self.integral: set[str] = set()     # UNSPEC-18: integer or bool tensors that require
         #                                     grad, and the names of their storage
 
@@ -83,7 +85,10 @@ class Unspecified:
 
     def _computes_with_integral(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement computes with, writes or runs a pass through an integer or
-        bool tensor that requires grad (UNSPEC-18); observing one is compared."""
+        bool tensor that requires grad (UNSPEC-18); observing one, and taking a detach() or
+        .data of one (an alias without a graph), is compared."""
+        if kind.aliases and not kind.makes_view(s):
+            return False
         return (kind.backward_pass or kind.writes or bool(kind.binds(s))) and \
             not self.integral.isdisjoint(kind.refs(s))
 
@@ -194,7 +199,7 @@ class Unspecified:
         if kind.unversioned(s, o.shapes or e.shapes):
             self.versionless.update(bound)
         self.open.difference_update(bound)
-        self.integral.difference_update(bound)
+        self._rooted(s, kind, bound)
         if tainted:                         # computed from what is open: open too
             self.open.update(bound)
         if o.seed_requires_grad or e.seed_requires_grad:    # a gradient that may be the seed
@@ -211,8 +216,22 @@ class Unspecified:
             # a refused write to an inference tensor (UNSPEC-10), or to a tensor a custom
             # Function marked dirty (UNSPEC-11), may have written it or not
             self.open |= self._names(g) | {s.target}
-        if o.integral_requires_grad:
-            self.integral |= self._names(g) | {s.target}    # UNSPEC-18
+        if o.integral_requires_grad:    # UNSPEC-18: the target and the tensors it is a view
+            root = self.view_root.get(s.target or "", s.target)     # of or that view it: not
+            self.integral |= {s.target or ""} | {       # a detach() or .data of one
+                n for n in self._names(g) if self.view_root.get(n, n) == root}
+
+    def _rooted(self, s: Stmt, kind: Any, bound: list[str]) -> None:
+        """Names bound afresh: no longer integral (UNSPEC-18) unless computed from one; a
+        differentiable view's chain starts where its target's does (a detach() or .data
+        starts its own)."""
+        self.integral.difference_update(bound)
+        root = self.view_root.get(s.target or "", s.target) if kind.makes_view(s) else None
+        for name in bound:
+            if root is None:
+                self.view_root.pop(name, None)
+            else:
+                self.view_root[name] = root
 
     def _pass_open(self, s: Stmt, kind: Any, hooked: list[str]) -> None:
         """A pass through these names is open (UNSPEC-17): the stale views a hook that may
