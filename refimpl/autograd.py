@@ -23,6 +23,23 @@ def _as_tuple(x):
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
+def _outputs(tensors):
+    """`tensors` as a tuple; torch 2.13 asserts each is a tensor (no spec kind)."""
+    outs = _as_tuple(tensors)
+    for t in outs:
+        if not isinstance(t, Tensor):
+            raise AssertionError("Expected output to be a torch.Tensor")
+    return outs
+
+
+def _flag(value):
+    """create_graph or retain_graph as torch 2.13's engine takes it: anything an integer can
+    be read from (a bool, an int), else TypeError (no spec kind)."""
+    if not hasattr(value, "__index__"):
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+    return bool(value)
+
+
 def _inputs(inputs, api):
     """`inputs` as a tuple, and the keys of a dict to return the results under (API-13): a
     plain dict is taken by its values in order; torch 2.13 rejects any other Mapping."""
@@ -31,7 +48,12 @@ def _inputs(inputs, api):
     if isinstance(inputs, Mapping):
         raise TypeError(f"`inputs` argument to `{api}()` must be a dict, not "
                         f"{type(inputs).__name__}. Other Mapping types are not supported.")
-    return _as_tuple(inputs), None
+    ins = _as_tuple(inputs)
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(t).__name__}")
+    return ins, None
 
 
 def _roots(outputs, grad_outputs, create_graph):
@@ -80,7 +102,15 @@ def _seed(i, out, g, create_graph):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
-    outputs = _as_tuple(tensors)
+    if grad_variables is not None:      # deprecated, still honoured by torch 2.13
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                      FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments "
+                               "both passed to `backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
+    outputs = _outputs(tensors)
+    create_graph = _flag(create_graph)
     ins = _inputs(inputs, "backward")[0]
     if inputs is not None and not ins:
         raise errors.backward_empty_inputs()  # checked first, as torch does
@@ -94,7 +124,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         else:
             t.retain_grad()  # torch accumulates into a non-leaf input through retain_grad
             targets.append(edge(t))
-    keep = bool(retain_graph) if retain_graph is not None else create_graph  # FREE-7
+    keep = _flag(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     try:
         if edges:   # no outputs: nothing runs, as in torch (the checks above still apply)
             engine.execute(edges, grads, keep, outputs[0]._be, targets, False, bool(create_graph))
@@ -143,17 +173,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads and allow_unused is False:     # torch checks this first (API-7)
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")
-    outs, (ins, keys) = _as_tuple(outputs), _inputs(inputs, "grad")
+    outs, (ins, keys) = _outputs(outputs), _inputs(inputs, "grad")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    create_graph = bool(create_graph)
+    create_graph = _flag(create_graph)
     edges, grads = _roots(outs, grad_outputs, create_graph)
     targets = []
     for t in ins:
         if not t.requires_grad:
             raise errors.input_no_requires_grad()  # API-8
         targets.append(edge(t))
-    keep = bool(retain_graph) if retain_graph is not None else create_graph
+    keep = _flag(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     got = engine.execute(edges, grads, keep, outs[0]._be, targets, True, create_graph) \
         if edges else [None] * len(targets)     # no outputs: every input is unused (API-7)
     result = []

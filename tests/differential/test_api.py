@@ -362,3 +362,35 @@ def test_materialized_zeros_require_grad_under_create_graph(differential, dtype,
         log.attempt("backward through gu", lambda: (gu * 2 + gx).sum().backward())
         log("grads", [x.grad, u.grad, gu.grad if gu.is_leaf else None])
     differential(prog)
+
+
+@pytest.mark.clause("API-9", "API-11", "API-7", "FREE-7")
+@pytest.mark.parametrize("value", [None, "yes", 1, 0, True, 2.0])
+def test_what_backward_and_grad_take_for_flags_and_tensors(differential, value):
+    """create_graph and retain_graph take what an integer can be read from (TypeError
+    otherwise; retain_graph None follows create_graph); every output and input must be a
+    tensor (AssertionError, RuntimeError); the deprecated grad_variables is honoured with a
+    FutureWarning, and refused beside grad_tensors. No spec kinds: torch 2.13's own checks."""
+    def prog(torch, log):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        if value not in (1, True):      # (CREATE_GRAPH_CYCLE warns once a process: UNSPEC-9)
+            log.attempt("backward create_graph",
+                        lambda: (x * x).sum().backward(create_graph=value))
+        log.attempt("backward retain_graph", lambda: (x * x).sum().backward(retain_graph=value))
+        log.attempt("grad create_graph",
+                    lambda: torch.autograd.grad((x * x).sum(), x, create_graph=value))
+        log.attempt("grad retain_graph",
+                    lambda: torch.autograd.grad((x * x).sum(), x, retain_graph=value))
+        if value in (None, "yes", 1):
+            log.attempt("grad input", lambda: torch.autograd.grad((x * x).sum(), [x, value]))
+            log.attempt("backward input", lambda: (x * x).sum().backward(inputs=[value]))
+            log.attempt("grad output", lambda: torch.autograd.grad([(x * x).sum(), value], [x]))
+            log.attempt("backward output",
+                        lambda: torch.autograd.backward([(x * x).sum(), value]))
+        x.grad = None
+        log.attempt("grad_variables", lambda: torch.autograd.backward(
+            (x * x).sum(), grad_variables=torch.tensor(5.0)))
+        log("x.grad", x.grad)
+        log.attempt("grad_variables and grad_tensors", lambda: torch.autograd.backward(
+            x * x, grad_tensors=torch.ones(2), grad_variables=torch.ones(2)))
+    differential(prog)
