@@ -209,12 +209,21 @@ class _Run:
         """Record that a write left its target not requiring grad, so that it recorded
         nothing on it (a view's history is then rebuilt when next read, UNSPEC-17), or left
         it, of an integer or bool dtype, requiring grad (INPLACE-10's fill_ exception: what
-        is computed from it is open, UNSPEC-18)."""
+        is computed from it is open, UNSPEC-18), or recorded a node on a tensor whose
+        elements share memory (INPLACE-18)."""
         e, t = self.e, self.env[s.target]
         if not e.requires_grad(t):
             ev.unrecorded = True
-        elif e.dtype(t) in ("int64", "bool"):
+            return
+        if e.dtype(t) in ("int64", "bool"):
             ev.integral_requires_grad = True
+        # a node recorded on a tensor whose elements share memory, or on a view of one: what
+        # a pass through it does is open (INPLACE-18; torch 2.13 raises as it writes the
+        # gradient back through the base's layout)
+        for u in (t, e.base(t)):
+            if u is not None and any(n > 1 and st == 0 for n, st in
+                                     zip(e.shape(u), e.stride(u), strict=True)):
+                ev.overlapping_write = True
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
         """A statement gradspec cannot express: recorded as such; it binds nothing, and its

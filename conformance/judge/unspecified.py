@@ -4,9 +4,9 @@ are compared (conformance/judge/compare.py).
 The comparator asks each statement's kind what it does to these open points (the "open points"
 of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
 depends on the state a statement left (the Event flags the executor records: integral_seed,
-inference_swapped, integral_requires_grad, unrecorded), the oracle's flags decide: the state
-behind each is itself specified, so an engine's own flag is a claim under test, never a reason
-to compare less.
+inference_swapped, integral_requires_grad, unrecorded, overlapping_write), the oracle's flags
+decide: the state behind each is itself specified, so an engine's own flag is a claim under
+test, never a reason to compare less.
 """
 from __future__ import annotations
 
@@ -216,6 +216,8 @@ class Unspecified:
             # a refused write to an inference tensor (UNSPEC-10), or to a tensor a custom
             # Function marked dirty (UNSPEC-11), may have written it or not
             self.open |= self._names(g) | {s.target}
+        if o.overlapping_write:         # INPLACE-18: a pass through the node it recorded
+            self.pass_open |= self._names(g) | {s.target or ""}
         if o.integral_requires_grad:    # UNSPEC-18: the target and the tensors it is a view
             root = self.view_root.get(s.target or "", s.target)     # of or that view it: not
             self.integral |= {s.target or ""} | {       # a detach() or .data of one

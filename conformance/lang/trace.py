@@ -55,6 +55,8 @@ class Event:
     #                                     target requiring grad (the comparator: UNSPEC-18)
     unrecorded: bool | None = None      # True: a write left its target not requiring grad,
     #                                     so recorded nothing on it (the comparator: UNSPEC-17)
+    overlapping_write: bool | None = None  # True: a write into a tensor with a stride-0
+    #                                     dimension recorded a node (the comparator: INPLACE-18)
     inference_swapped: bool | None = None  # True: `.data =` between an inference tensor and
     #                                     one that is not (the comparator: UNSPEC-10)
     integral_seed: bool | None = None   # True: a pass handed an integer or bool gradient
@@ -64,7 +66,7 @@ class Event:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
                   "integral_requires_grad", "unrecorded", "integral_seed",
-                  "inference_swapped"):
+                  "inference_swapped", "overlapping_write"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):
