@@ -2,9 +2,8 @@
 
 Every user error (bad clause ID, bad engine name, corrupt file) ends in one line on stderr and
 exit code 2; a traceback from deep inside is a bug. `run` and `replay` exit 0 (no divergence),
-1 (divergences) or 3: could not judge, gradspec could not express a statement of a program
-(a harness error: gradspec's own mistake, never the engine's).
-"""
+1 (divergences) or 3: could not judge, or could not express a statement of a program (a
+harness error: gradspec's own mistake, never the engine's)."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .campaign import limits
+from .campaign import limits, signals
 from .campaign import replay as replay_cli
 from .campaign.limits import device, seconds
 from .importpath import current_folder_last
@@ -377,8 +376,9 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `gradspec` command: exit 0, 1, 2 (bad usage or input: one line on stderr) or 3;
-    130 when interrupted; 141 when the reader of its output went away (`| head`)."""
+    130 when interrupted (Ctrl-C or SIGTERM); 141 when the reader of its output went away."""
     current_folder_last()
+    signals.sigterm_interrupts()
     try:
         try:
             code = _run(argv)

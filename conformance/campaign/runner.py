@@ -44,7 +44,7 @@ from ..reports.report import (
 )
 from ..spec.capabilities import combine
 from ..spec.reader import load_spec
-from . import worker
+from . import signals, worker
 from .coverage import SCAN, campaign_top_up, eligible
 from .entries import Context, column, fails_run, record, record_oracle_failure, regenerate
 from .failfast import StopAfter
@@ -192,23 +192,34 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
         ctx = Context(engine, engine_spec, oracle_spec, caps, size, source, staging.path,
                        claims)
         report.stopped = bool(stop and stop.stopped)
-        _collect(report, spec, ctx, seeds, results, xf)
-        if report.coverage:     # what is short after the programs ran, not as drawn
-            report.coverage["short"] = {
-                c: report.clauses[c]["programs"] for c in eligible(caps)
-                if report.clauses.get(c, {}).get("programs", 0) < per_clause}
-        report.seconds = round(time.monotonic() - start, 3)
-        report.folder = str(staging.path if not report.complete else staging.out)
-        if report.complete:
-            _relocate(report, staging)
-        report.write(staging.path / "report.json")
+        with signals.held() as interrupted:     # every result is in: nothing is lost now
+            _collect(report, spec, ctx, seeds, results, xf)
+            _write(report, staging, eligible(caps), per_clause, time.monotonic() - start)
     except BaseException:
         staging.discard()
         raise
     if not report.complete:
         raise CampaignInterrupted(report)
-    staging.commit()
+    if interrupted():       # after the run was complete and written: it is kept
+        raise KeyboardInterrupt
     return report
+
+
+def _write(report: Report, staging: Staging, eligible: Any, per_clause: int,
+           seconds: float) -> None:
+    """Write the report; a complete run's output is swapped into OUT, an interrupted one's
+    stays in the staging folder."""
+    if report.coverage:     # what is short after the programs ran, not as drawn
+        report.coverage["short"] = {
+            c: report.clauses[c]["programs"] for c in eligible
+            if report.clauses.get(c, {}).get("programs", 0) < per_clause}
+    report.seconds = round(seconds, 3)
+    report.folder = str(staging.path if not report.complete else staging.out)
+    if report.complete:
+        _relocate(report, staging)
+    report.write(staging.path / "report.json")
+    if report.complete:
+        staging.commit()
 
 
 def _run_part(engine_spec: str, oracle_spec: str, device: str, size: int, caps: frozenset[str],

@@ -348,3 +348,38 @@ def test_a_complete_run_replaces_the_previous_one_whole(tmp_path):
     assert report.exit_code == 0 and not (out / "divergences").exists()
     assert (out / "mine.txt").read_text() == "kept" and (out / "report.json").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["out"]     # no staging folder left
+
+
+def test_sigterm_keeps_the_partial_report_as_ctrl_c_does(tmp_path):
+    """SIGTERM (what `timeout`, CI cancellation and `docker stop` send, to the command alone)
+    stops the run as Ctrl-C does: exit 130, one line naming the partial report."""
+    out = tmp_path / "out"
+    proc = gradspec(*HANGING, "--out", str(out), start_new_session=True)
+    wait_for_workers(proc, 2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradspec: interrupted after"), stderr
+    partial = Path(lines[0].split(" in ", 1)[1].split(" (", 1)[0])
+    assert json.loads(partial.read_text())["complete"] is False
+    assert settled(proc.pid, 10) == []
+
+
+def test_an_interrupt_while_the_results_are_written_loses_nothing(tmp_path, monkeypatch):
+    """Once every program has run, Ctrl-C waits until the report is written and swapped in:
+    the run then ends as interrupted, with its complete report in OUT."""
+    from conformance.campaign import runner
+    collect = runner._collect
+
+    def interrupted_collect(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)         # arrives while the results are written
+        return collect(*args, **kwargs)
+    monkeypatch.setattr(runner, "_collect", interrupted_collect)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_campaign("refimpl", "refimpl", seed=0, count=3, size=8, jobs=1,
+                            out_dir=out, progress=False, probe=False, shrink=False)
+    data = json.loads((out / "report.json").read_text())
+    assert data["complete"] is True and data["programs"] == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
