@@ -126,6 +126,10 @@ FLAGS = [
     Case("source-missing-attr", run("--source", "os:no_such_function"), words="--source"),
     Case("source-not-callable", run("--source", "os:sep"), words="--source"),
     Case("xfail-missing", run("--xfail", "none.txt"), words="cannot read"),
+    Case("xfail-device", run("--xfail", "/dev/zero"), words="not a regular file"),
+    Case("replay-device", ["replay", "/dev/zero", "--quiet"], words="not a regular file"),
+    Case("replay-fifo", ["replay", "fifo", "--quiet"], words="not a regular file"),
+    Case("replay-too-large", ["replay", "large.json", "--quiet"], words="larger than 64 MiB"),
     Case("xfail-folder", run("--xfail", "."), words="cannot read"),
     Case("xfail-dangling-link", run("--xfail", "link.txt"), words="cannot read"),
     Case("xfail-newline-name", run("--xfail", "no\nsuch.txt"), words="cannot read"),
@@ -394,6 +398,11 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, tmp_path: Path):
     cwd = folder(tmp_path, {"p.json": GOOD_PROGRAM, **case.files})
     if case.name == "xfail-dangling-link":
         (cwd / "link.txt").symlink_to(cwd / "nowhere.txt")
+    if case.name == "replay-fifo":
+        os.mkfifo(cwd / "fifo")         # its open would block a reader that waits for data
+    if case.name == "replay-too-large":
+        with open(cwd / "large.json", "wb") as f:      # sparse: no disk, 65 MiB of zeros
+            f.truncate((64 << 20) + 1)
     if case.name in ("out-read-only-folder", "xfail-unreadable"):
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             pytest.skip("permissions do not hold for root")
@@ -521,3 +530,11 @@ def test_replay_never_imports_a_module_a_divergence_json_names(tmp_path: Path):
     r = gradspec(["replay", "d"], cwd)
     assert_one_line_exit_2(r, "give it with --engine")
     assert "IMPORTED" not in r.stdout + r.stderr
+
+
+def test_dev_null_is_an_empty_expected_failure_file(tmp_path: Path):
+    """/dev/null is no regular file, but it is the empty file by convention: accepted."""
+    cwd = folder(tmp_path, {})
+    r = gradspec(["run", *REFIMPL, *SMALL, "--no-probe", "--xfail", os.devnull, "--out", "o"],
+                 cwd, timeout=120)
+    assert r.returncode == 0, r.stderr

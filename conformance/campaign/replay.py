@@ -82,11 +82,11 @@ def _load(path: Path, args: argparse.Namespace
           ) -> tuple[Any, str, str, str, bool, tuple[str, ...] | None]:
     """(program, engine, oracle, device, whether the engines are as recorded, the classes the
     run judged where the engine is the recorded one: its --classes)."""
-    from ..lang.validate import ProgramError, load
+    from ..lang.validate import ProgramError, load, read_input
     from ..reports.classes import ClassError, parse
     from ..reports.replay import recorded
     try:        # validated before any engine is loaded: a bad file runs nothing
-        program = load(path.read_bytes())
+        program = load(read_input(path))
     except OSError as exc:
         raise _Usage(f"cannot read {path}: {exc.strerror or exc}") from None
     except ProgramError as exc:

@@ -58,6 +58,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..lang.validate import read_input
 from ..spec.reader import CLASSES, load_errors, load_spec
 from .verdict import lead, verdict
 
@@ -168,7 +169,7 @@ def load(path: str | Path) -> list[Xfail]:
     typo'd ID would otherwise excuse nothing and only be reported after the whole run."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_input(p).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise XfailError(f"cannot read {p}: {getattr(exc, 'strerror', None) or exc}") from None
     entries = parse(text, str(p))

@@ -25,7 +25,11 @@ loaded), and the minimizer keeps only candidates that validate.
 """
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -148,3 +152,23 @@ def _field_of(s: Stmt, name: str) -> str:
         if isinstance(v, list) and name in v:
             return f"params.{key}[{v.index(name)}]"
     return "params"
+
+
+MAX_INPUT_BYTES = 64 << 20  # a program or expected-failure file (generated ones: < 1 MiB)
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of an input file, refused (OSError, its strerror one line) when it is not a
+    regular file (a FIFO would block, /dev/zero never end) or holds more than MAX_INPUT_BYTES
+    (a file that large would take the memory of the machine before it could be validated)."""
+    if os.path.realpath(path) == os.devnull:    # the empty file by convention
+        return b""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)    # (a FIFO's open would block)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        data = f.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_INPUT_BYTES >> 20} MiB, the most "
+                                   "gradspec reads")
+    return data
