@@ -294,6 +294,8 @@ PROGRAM_EDITS = {
     "format-version-true": top("gradspec_program", True),
     "format-version-missing": lambda d: {k: v for k, v in d.items() if k != "gradspec_program"},
     "statements-int": top("statements", 3),
+    "grad-binds-a-name-twice": lambda d: d["statements"][9]["params"].update(
+        inputs=["x", "x"], outs=["gx", "gx"]),
     "statements-string": top("statements", "leaf"),
     "statements-object": top("statements", {"op": "leaf"}),
     "statement-int": top("statements", [1]),

@@ -13,7 +13,7 @@ from . import fields, source
 from .flags import check_optional_operand
 from .registry import KINDS, Kind, kind
 
-FLAG, OPERAND = (bool, type(None)), (str, int, float, type(None))
+FLAG, OPERAND, OPTIONAL = (bool, type(None)), (str, int, float, type(None)), fields.OPTIONAL_NAME
 
 
 def _done(path: str) -> list[str]:
@@ -246,7 +246,7 @@ class Grad(Kind):
         fields.names(s, path, "outputs")
         fields.names(s, path, "inputs")
         fields.names(s, path, "grad_outputs", required=False, nullable=True, items=OPERAND)
-        fields.names(s, path, "outs", required=False, nullable=True, items=fields.OPTIONAL_NAME)
+        fields.names(s, path, "outs", required=False, nullable=True, items=OPTIONAL, bound=True)
         fields.param(s, path, "retain_graph", FLAG, required=False)
         fields.param(s, path, "allow_unused", FLAG, required=False)
         fields.param(s, path, "create_graph", (bool,), required=False)

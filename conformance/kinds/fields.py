@@ -114,13 +114,16 @@ def label(s: Any, path: str, *, required: bool = False) -> str | None:
 
 
 def names(s: Any, path: str, key: str, *, required: bool = True, nullable: bool = False,
-          items: tuple[type, ...] = NAME) -> list[Any] | None:
-    """params[key] is a list of names (null allowed for the whole list when nullable)."""
+          items: tuple[type, ...] = NAME, bound: bool = False) -> list[Any] | None:
+    """params[key] is a list of names (null allowed for the whole list when nullable); names
+    the statement binds (`bound`) are each given once."""
     v = param(s, path, key, (list, type(None)) if nullable else (list,), required=required)
     for i, item in enumerate(v or []):
         if not _is(item, items):
             fail(path, f"params.{key}[{i}]", f"must be {_words(items)}, got {item!r}")
         atom(path, f"params.{key}[{i}]", item)
+        if bound and item is not None and item in v[:i]:
+            fail(path, f"params.{key}[{i}]", f"binds {item!r} a second time")
     return v
 
 
