@@ -388,6 +388,11 @@ XFAILS.append(Case("xfail-matrix-binary", ["matrix", "--engines", "refimpl", "--
 
 CASES = FLAGS + ADAPTERS + PROGRAMS + XFAILS
 GOOD_PROGRAM = program(lambda d: None)
+CASES += [Case(f"replay-recorded-{field}-{kind}", ["replay", "d", "--quiet"],
+               {"d/program.json": GOOD_PROGRAM,
+                "d/divergence.json": json.dumps({field: value})}, words=f"{field} must be")
+          for field in ("engine", "oracle", "device", "classes")
+          for kind, value in (("null", None), ("list", ["refimpl"]), ("number", 7))]
 
 
 def test_the_corpus_is_large_and_names_are_unique():

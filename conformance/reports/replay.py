@@ -37,8 +37,12 @@ def recorded(program_path: Path) -> dict[str, str]:
         raise ValueError(f"cannot read {meta}: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{meta}: not a JSON object")
-    found = {k: data[k] for k in ("engine", "oracle", "device", "classes")
-             if isinstance(data.get(k), str)}
+    found = {}
+    for k in ("engine", "oracle", "device", "classes"):
+        if k in data and not isinstance(data[k], str):  # a field it has, unreadable: not
+            raise ValueError(f"{meta}: {k} must be a string, got {data[k]!r}")  # guessed
+        if k in data:
+            found[k] = data[k]
     first = (data.get("divergences") or [None])[0]
     if isinstance(first, dict) and first.get("what") == INTERNAL:   # no program was judged
         found["internal"] = str(first.get("engine", ""))
