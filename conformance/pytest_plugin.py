@@ -301,7 +301,10 @@ def pytest_configure(config: pytest.Config) -> None:
     timeout(config)
     stream_seed(config)
     classes_override(config)
-    from conformance.engines import EngineError
+    from conformance.engines import DEVICES, EngineError
+    if chosen(config)["device"] not in DEVICES:     # the device's mistake, not an engine's
+        raise pytest.UsageError(f"{OPTIONS['device'][0]}: unknown device "
+                                f"{chosen(config)['device']!r} (choose from {', '.join(DEVICES)})")
     for key in ("engine", "oracle"):
         try:
             load(config, key)

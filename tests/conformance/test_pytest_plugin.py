@@ -89,6 +89,13 @@ def test_the_timeout_must_be_finite_and_positive(bad):
         timeout(_Config(**{"--gradspec-timeout": bad}))
 
 
+def test_an_unknown_device_is_a_usage_error_naming_the_device_option():
+    r = run_pytest("--gradspec-engine", "refimpl", "--gradspec-device", "tpu")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 4 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith("ERROR: --gradspec-device: unknown device 'tpu'"), lines
+
+
 def test_a_bad_timeout_is_a_usage_error():
     r = run_pytest("--gradspec-timeout", "nan")
     assert r.returncode == 4 and "--gradspec-timeout" in r.stderr, r.stderr[-2000:]
