@@ -268,6 +268,26 @@ def invalid_gradient(name: str, i: int, got, want):
                         f"{list(got)} but expected shape compatible with {list(want)}")
 
 
+_MASK = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+
+
+def bool_arithmetic(op: str, tensors):  # no spec kind: torch refuses - and relu on bool
+    if op == "neg":
+        return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                            + _MASK)
+    if op == "relu":
+        return RuntimeError("Boolean inputs not supported for relu")
+    if sum(t._dtype.name == "bool" for t in tensors) == 2:
+        return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    return RuntimeError(f"Subtraction, the `-` operator, with a bool tensor is not supported. "
+                        f"{_MASK}")
+
+
+def bool_kernel(kernel: str):  # no spec kind: a torch kernel without a bool version
+    return NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
 def cast_inplace(got, want):
     return RuntimeError(f"result type {got.c_name.capitalize()} can't be cast to the desired "
                         f"output type {want.c_name.capitalize()}")

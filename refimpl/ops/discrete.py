@@ -7,7 +7,7 @@ The comparisons live with the other binary ops (elementwise.compare).
 """
 from __future__ import annotations
 
-from .. import dtypes
+from .. import dtypes, errors
 from ..differentiable import astype, diagonal, zeros_like
 from ..tensor import Tensor, record, saved, wrap
 
@@ -29,6 +29,8 @@ def _zero_derivative(a, fn, name, integers=None):  # saves: nothing
 
 
 def floor(a):
+    if a._dtype.name == "bool":
+        raise errors.bool_kernel("floor_vml_cpu")
     return _zero_derivative(a, lambda xp, x: xp.floor(x), "FloorBackward0")
 
 
@@ -39,6 +41,8 @@ def sign(a):                                    # torch's sign of NaN is 0
 
 
 def round(a, decimals=0):                       # noqa: A001 - torch's name; half to even
+    if a._dtype.name == "bool":
+        raise errors.bool_kernel("round_cpu" if decimals else "round_vml_cpu")
     if not decimals:
         return _zero_derivative(a, lambda xp, x: xp.round(x), "RoundBackward0")
     scale = 10.0 ** abs(decimals)               # torch's kernel, in the tensor's dtype

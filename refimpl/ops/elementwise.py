@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 
-from .. import broadcast, dtypes
+from .. import broadcast, dtypes, errors
 from ..backend import namespace_of
 from ..differentiable import array, astype, diagonal, math, unpack
 from ..differentiable import zeros_like as _zeros
@@ -80,6 +80,14 @@ def _cast(t: Tensor, want):
     return t._data if t._dtype is want else t._be.xp.astype(t._data, t._be.native[want])
 
 
+def _no_bool(op: str, *operands) -> None:
+    """torch refuses subtraction, negation and relu of a bool tensor (a mask is inverted with
+    `~`); refimpl's arrays would compute them."""
+    tensors = [t for t in operands if isinstance(t, Tensor)]
+    if any(t._dtype.name == "bool" for t in tensors):
+        raise errors.bool_arithmetic(op, tensors)
+
+
 def _floating(a: Tensor):
     """Unary float functions of integer tensors compute in the default dtype, float32."""
     return a._data if a._dtype.is_floating_point else _cast(a, dtypes.float32)
@@ -100,6 +108,7 @@ def _add_bw(node, g):
 
 
 def sub(a, b, alpha=1):                     # saves: nothing
+    _no_bool("sub", a, b)
     x, y, be = _operands(a, b)
     y = y * alpha if alpha != 1 else y
     out, _ = record(_laid_out(operator.sub, x, y, be), be, "SubBackward0", _sub_bw, (a, b),
@@ -112,6 +121,7 @@ def _sub_bw(node, g):
 
 
 def rsub(a, b):                             # b - a for a Python scalar b; saves: nothing
+    _no_bool("sub", a, b)
     x, y, be = _operands(a, b)
     out, _ = record(y - x, be, "RsubBackward1", _rsub_bw, (a,))
     return out
@@ -190,6 +200,7 @@ def rdiv(a, b):                             # b / a for a Python scalar b, as to
 
 
 def neg(a):                                 # saves: nothing
+    _no_bool("neg", a)
     out, _ = record(-a._data, a._be, "NegBackward0", _neg_bw, (a,))
     return out
 
@@ -316,6 +327,7 @@ def _sigmoid_bw(node, g):
 
 
 def relu(a):                                # saves: result
+    _no_bool("relu", a)
     xp = a._be.xp
     x = a._data  # negatives become +0; -0.0 and nan pass through, as torch's clamp_min(0)
     out, node = record(xp.where(x < 0, xp.zeros_like(x), x), a._be, "ReluBackward0",
@@ -333,6 +345,8 @@ def _relu_bw(node, g):  # torch's threshold_backward(grad, result, 0), which tak
 
 
 def abs(a):                                 # saves: self
+    if a._dtype.name == "bool":
+        raise errors.bool_kernel("abs_cpu")
     out, node = record(a._be.xp.abs(a._data), a._be, "AbsBackward0", _abs_bw, (a,), a._be.xp)
     if node is not None:
         node.save(saved(node, a, 0))
@@ -349,7 +363,9 @@ def _abs_bw(node, g):  # torch's grad * self.sgn(): sgn takes self, with a zero 
 def clamp(a, min=None, max=None):           # saves: self
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    xp, x = a._be.xp, a._data
+    xp = a._be.xp       # the result's dtype is promoted with the bounds, as torch's
+    want = dtypes.result_type([a] + [v for v in (min, max) if v is not None])
+    x = a._data if want is a._dtype else _cast(a, want)
     out_arr = x
     if min is not None:
         out_arr = xp.maximum(out_arr, xp.asarray(min, dtype=x.dtype))

@@ -12,6 +12,7 @@ needs grad, fold too: torch squeezes that batch first.
 """
 from __future__ import annotations
 
+from .. import errors
 from ..differentiable import math, unpack
 from ..tensor import needs, record, saved
 from . import views
@@ -205,8 +206,14 @@ def _numel(shape):
     return n
 
 
+_BOOL_KERNELS = {"DotBackward0": "dot", "MvBackward0": "addmv_impl_cpu",
+                 "MmBackward0": "addmm_impl_cpu_", "BmmBackward0": "bmm"}
+
+
 def _two(a, b, name, backward):             # saves: b if a needs grad, a if b needs grad
     _check_sizes(name, a._data.shape, b._data.shape)
+    if a._dtype.name == "bool":     # torch's kernels have no bool version
+        raise errors.bool_kernel(_BOOL_KERNELS[name])
     xp = a._be.xp
     out, node = record(xp.matmul(a._data, b._data), a._be, name, backward, (a, b), xp)
     if node is not None:

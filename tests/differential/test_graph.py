@@ -280,3 +280,40 @@ def test_matmul_of_mismatched_sizes_raises_torchs_runtime_error(differential, ne
             log.attempt(f"{sa} @ {sb}", lambda a=a, b=b: a @ b)
             log.attempt(f"matmul {sa} {sb}", lambda a=a, b=b: torch.matmul(a, b))
     differential(prog)
+
+
+@pytest.mark.clause("GRAPH-3", "LEAF-15")
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_ops_torch_has_no_bool_version_of_refuse_bool_tensors(differential, shape):
+    """Subtraction, negation and relu of a bool tensor are refused (RuntimeError: a mask is
+    inverted with `~`), abs, floor, round and matmul have no bool kernel (NotImplementedError);
+    clamp promotes with its bounds (an integer tensor clamped by floats is float32), and
+    clamp_ refuses a promotion it cannot write back. No spec kinds: torch's own checks."""
+    def prog(torch, log):
+        values = [True, False, True] if shape else True
+        b, x = torch.tensor(values), torch.tensor([1.0, 2.0, 3.0] if shape else 2.0,
+                                                   requires_grad=True)
+        i = torch.tensor([1, 2, 3] if shape else 2)
+        ops = {"b - x": lambda: b - x, "x - b": lambda: x - b, "b - b": lambda: b - b,
+               "1 - b": lambda: 1 - b, "b.sub(1)": lambda: b.sub(1), "-b": lambda: -b,
+               "b.neg_()": lambda: b.clone().neg_(), "b.relu()": lambda: b.relu(),
+               "b.abs()": lambda: b.abs(), "b.abs_()": lambda: b.clone().abs_(),
+               "b.floor()": lambda: b.floor(), "b.round()": lambda: b.round(),
+               "b.clamp(0, 1)": lambda: b.clamp(0, 1),
+               "i.clamp(0.5, 1.5)": lambda: i.clamp(0.5, 1.5),
+               "i.clamp(min=1)": lambda: i.clamp(min=1), "x.clamp(0, 2)": lambda: x.clamp(0, 2),
+               "i.abs()": lambda: i.abs(), "i.relu()": lambda: i.relu()}
+        if shape:
+            ops.update({"b @ b": lambda: b @ b, "b mv": lambda: b.view(1, 3) @ b,
+                        "b mm": lambda: b.view(1, 3) @ b.view(3, 1),
+                        "b bmm": lambda: b.view(1, 1, 3) @ b.view(1, 3, 1)})
+        for label, op in ops.items():
+            r = log.attempt(label, op)
+            if r is not None:
+                log(label + " result", [str(r.dtype), r.tolist(), r.requires_grad])
+        try:        # (torch words this cast error with C type names: "long int")
+            i.clone().clamp_(0.5, 1.5)
+            log("i.clamp_(0.5, 1.5)", "ok")
+        except RuntimeError as exc:
+            log("i.clamp_(0.5, 1.5)", str(exc).split(" to the desired")[0])
+    differential(prog)
