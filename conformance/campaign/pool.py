@@ -157,6 +157,7 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
     to keep should the rest of the task crash or hang. A setup that raises ends the pool (a
     'fatal' message)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the parent's makes it a Ctrl-C)
     _die_with_parent(parent)
     _one_torch_thread()
     try:

@@ -1,6 +1,7 @@
 """Interrupts a campaign honours: Ctrl-C (SIGINT) and SIGTERM (what `timeout`, CI cancellation
 and `docker stop` send) stop the programs and keep the partial report; once every result is
-in, they wait until the report is written, so that nothing already judged is lost.
+in, a first one waits until the report is written, so that nothing already judged is lost, and
+the run then ends with its verdict; a second one interrupts at once.
 
 Python's `signal` module is all this needs; a handler can only be set from the main thread,
 so elsewhere (a campaign run from a thread) both are left as they are.
@@ -26,16 +27,28 @@ def sigterm_interrupts() -> None:
 
 @contextlib.contextmanager
 def held() -> Iterator[Callable[[], bool]]:
-    """SIGINT and SIGTERM are held while the block writes the results; the block is handed a
-    function that says whether one arrived (the caller then stops as interrupted)."""
+    """A first SIGINT or SIGTERM waits while the block writes the results; the block is
+    handed a function that says whether one arrived (the caller then ends as interrupted).
+    A second one interrupts at once, as before the block: a block that hangs (a program
+    source that never returns) can always be stopped."""
     if not _main_thread():
         yield lambda: False
         return
     got: list[int] = []
-    kept = {s: signal.signal(s, lambda signum, frame: got.append(signum))
-            for s in (signal.SIGINT, signal.SIGTERM)}
+    kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for s, handler in kept.items():
+            if handler is not None:     # (None: set outside Python, not ours to restore)
+                signal.signal(s, handler)
+
+    def hold(signum: int, frame: object) -> None:
+        got.append(signum)
+        restore()
+
+    for s in kept:
+        signal.signal(s, hold)
     try:
         yield lambda: bool(got)
     finally:
-        for s, handler in kept.items():
-            signal.signal(s, handler)
+        restore()

@@ -367,19 +367,27 @@ def test_sigterm_keeps_the_partial_report_as_ctrl_c_does(tmp_path):
 
 
 def test_an_interrupt_while_the_results_are_written_loses_nothing(tmp_path, monkeypatch):
-    """Once every program has run, Ctrl-C waits until the report is written and swapped in:
-    the run then ends as interrupted, with its complete report in OUT."""
+    """Once every program has run, a first Ctrl-C waits until the report is written and
+    swapped in, and the run ends with its verdict; a second one interrupts at once (a program
+    source that hangs while crashed programs are rebuilt must not make the run unstoppable)."""
     from conformance.campaign import runner
     collect = runner._collect
+    signals_sent = []
 
     def interrupted_collect(*args, **kwargs):
-        os.kill(os.getpid(), signal.SIGINT)         # arrives while the results are written
+        for _ in range(len(signals_sent) and 2 or 1):
+            os.kill(os.getpid(), signal.SIGINT)     # arrives while the results are written
         return collect(*args, **kwargs)
     monkeypatch.setattr(runner, "_collect", interrupted_collect)
     out = tmp_path / "out"
-    with pytest.raises(KeyboardInterrupt):
-        runner.run_campaign("refimpl", "refimpl", seed=0, count=3, size=8, jobs=1,
-                            out_dir=out, progress=False, probe=False, shrink=False)
+    report = runner.run_campaign("refimpl", "refimpl", seed=0, count=3, size=8, jobs=1,
+                                 out_dir=out, progress=False, probe=False, shrink=False)
     data = json.loads((out / "report.json").read_text())
-    assert data["complete"] is True and data["programs"] == 3
+    assert report.complete and data["complete"] is True and data["programs"] == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signals_sent.append("twice")
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_campaign("refimpl", "refimpl", seed=1, count=3, size=8, jobs=1,
+                            out_dir=tmp_path / "out2", progress=False, probe=False,
+                            shrink=False)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
