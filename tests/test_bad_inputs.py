@@ -126,9 +126,11 @@ FLAGS = [
     Case("source-missing-attr", run("--source", "os:no_such_function"), words="--source"),
     Case("source-not-callable", run("--source", "os:sep"), words="--source"),
     Case("xfail-missing", run("--xfail", "none.txt"), words="cannot read"),
-    Case("xfail-device", run("--xfail", "/dev/zero"), words="not a regular file"),
-    Case("replay-device", ["replay", "/dev/zero", "--quiet"], words="not a regular file"),
-    Case("replay-fifo", ["replay", "fifo", "--quiet"], words="not a regular file"),
+    Case("xfail-device", run("--xfail", "/dev/zero"), words="neither a regular file"),
+    Case("replay-device", ["replay", "/dev/zero", "--quiet"], words="neither a regular file"),
+    Case("graph-device", ["graph", "/dev/zero", "--engine", "refimpl"],
+         words="neither a regular file"),
+    Case("replay-fifo-without-writer", ["replay", "fifo", "--quiet"], words="fifo"),
     Case("replay-too-large", ["replay", "large.json", "--quiet"], words="larger than 64 MiB"),
     Case("xfail-folder", run("--xfail", "."), words="cannot read"),
     Case("xfail-dangling-link", run("--xfail", "link.txt"), words="cannot read"),
@@ -405,7 +407,7 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, tmp_path: Path):
     cwd = folder(tmp_path, {"p.json": GOOD_PROGRAM, **case.files})
     if case.name == "xfail-dangling-link":
         (cwd / "link.txt").symlink_to(cwd / "nowhere.txt")
-    if case.name == "replay-fifo":
+    if case.name == "replay-fifo-without-writer":
         os.mkfifo(cwd / "fifo")         # its open would block a reader that waits for data
     if case.name == "replay-too-large":
         with open(cwd / "large.json", "wb") as f:      # sparse: no disk, 65 MiB of zeros

@@ -158,15 +158,18 @@ MAX_INPUT_BYTES = 64 << 20  # a program or expected-failure file (generated ones
 
 
 def read_input(path: Path) -> bytes:
-    """The bytes of an input file, refused (OSError, its strerror one line) when it is not a
-    regular file (a FIFO would block, /dev/zero never end) or holds more than MAX_INPUT_BYTES
-    (a file that large would take the memory of the machine before it could be validated)."""
+    """The bytes of an input file, refused (OSError, its strerror one line) when it is neither
+    a regular file nor a pipe (`cat p.json | gradspec replay /dev/stdin`): a device such as
+    /dev/zero never ends, or holds more than MAX_INPUT_BYTES (a file that large would take the
+    memory of the machine before it could be validated)."""
     if os.path.realpath(path) == os.devnull:    # the empty file by convention
         return b""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)    # (a FIFO's open would block)
     with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise OSError(errno.EINVAL, "neither a regular file nor a pipe")
+        os.set_blocking(fd, True)       # a pipe's writer may be slower than its reader
         data = f.read(MAX_INPUT_BYTES + 1)
     if len(data) > MAX_INPUT_BYTES:
         raise OSError(errno.EFBIG, f"larger than {MAX_INPUT_BYTES >> 20} MiB, the most "

@@ -48,13 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _draw(args: argparse.Namespace) -> int:
     from ..engines import EngineError, load_engine
-    from ..lang.validate import ProgramError, load
+    from ..lang.validate import ProgramError, load, read_input
     from . import graph  # imports the statement kinds, which `load` needs
     path = Path(args.file)
     if path.is_dir():
         path = path / "program.json"
     try:
-        program = load(path.read_bytes())
+        program = load(read_input(path))
     except OSError as exc:
         raise _Usage(f"cannot read {path}: {exc.strerror or exc}") from None
     except ProgramError as exc:
