@@ -217,12 +217,14 @@ class _Run:
             return
         if e.dtype(t) in ("int64", "bool"):
             ev.integral_requires_grad = True
-        # a node recorded on a tensor whose elements share memory, or on a view of one: what
-        # a pass through it does is open (INPLACE-18; torch 2.13 raises as it writes the
-        # gradient back through the base's layout)
-        for u in (t, e.base(t)):
-            if u is not None and any(n > 1 and st == 0 for n, st in
-                                     zip(e.shape(u), e.stride(u), strict=True)):
+        # a CopySlices recorded (grad mode on; a write through a view: the target is one, or
+        # a setitem makes one) where elements share memory: what a pass through it does is
+        # open (INPLACE-18; torch 2.13 raises as it writes the gradient back)
+        base = e.base(t)
+        if not e.is_grad_enabled() or (base is None and not kind.writes_via_view):
+            return
+        for u in (t, base):
+            if u is not None and _overlapping(e.shape(u), e.stride(u)):
                 ev.overlapping_write = True
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
@@ -240,6 +242,13 @@ class _Run:
             self.trace.events.append(Event(bp, b.op, status="skipped"))
             self.dead.update(names(b)[1])
             self._skip_body(b, bp)
+
+
+def _overlapping(shape: Any, stride: Any) -> bool:
+    """Elements that are one memory location: a dimension of size > 1 and stride 0, in a
+    tensor that has elements (INPLACE-18)."""
+    return all(n > 0 for n in shape) and any(
+        n > 1 and st == 0 for n, st in zip(shape, stride, strict=True))
 
 
 def names(s: Stmt) -> tuple[list[str], list[str]]:

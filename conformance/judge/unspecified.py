@@ -217,11 +217,15 @@ class Unspecified:
             # Function marked dirty (UNSPEC-11), may have written it or not
             self.open |= self._names(g) | {s.target}
         if o.overlapping_write:         # INPLACE-18: a pass through the node it recorded
-            self.pass_open |= self._names(g) | {s.target or ""}
-        if o.integral_requires_grad:    # UNSPEC-18: the target and the tensors it is a view
-            root = self.view_root.get(s.target or "", s.target)     # of or that view it: not
-            self.integral |= {s.target or ""} | {       # a detach() or .data of one
-                n for n in self._names(g) if self.view_root.get(n, n) == root}
+            self.pass_open |= self._family(s.target or "", g)
+        if o.integral_requires_grad:    # UNSPEC-18
+            self.integral |= self._family(s.target or "", g)
+
+    def _family(self, target: str, g: int | None) -> set[str]:
+        """The target and the tensors of its storage `g` it is a view of or that view it, by
+        chains of view statements: not a detach() or .data of one, which starts its own."""
+        root = self.view_root.get(target, target)
+        return {target} | {n for n in self._names(g) if self.view_root.get(n, n) == root}
 
     def _rooted(self, s: Stmt, kind: Any, bound: list[str]) -> None:
         """Names bound afresh: no longer integral (UNSPEC-18) unless computed from one; a
