@@ -33,11 +33,22 @@ def _outputs(tensors):
 
 
 def _flag(value):
-    """create_graph or retain_graph as torch 2.13's engine takes it: anything an integer can
-    be read from (a bool, an int), else TypeError (no spec kind)."""
+    """create_graph or retain_graph as torch 2.13's engine parses it: an unsigned byte read
+    through __index__ (a bool, an int of 0 to 255), else TypeError or OverflowError, in
+    torch's words (no spec kind)."""
+    if type(value) is bool:
+        return value
     if not hasattr(value, "__index__"):
-        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
-    return bool(value)
+        kind = type(value).__name__
+        kind = f"numpy.{kind}" if type(value).__module__ == "numpy" else kind
+        raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
+    n = value.__index__()
+    if not -2**63 <= n < 2**63:
+        raise OverflowError("Python int too large to convert to C long")
+    if not 0 <= n <= 255:
+        raise OverflowError("unsigned byte integer is "
+                            + ("greater than maximum" if n > 255 else "less than minimum"))
+    return bool(n)
 
 
 def _inputs(inputs, api):
@@ -48,12 +59,15 @@ def _inputs(inputs, api):
     if isinstance(inputs, Mapping):
         raise TypeError(f"`inputs` argument to `{api}()` must be a dict, not "
                         f"{type(inputs).__name__}. Other Mapping types are not supported.")
-    ins = _as_tuple(inputs)
-    for t in ins:
-        if not isinstance(t, Tensor):
-            raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
-                               f"{type(t).__name__}")
-    return ins, None
+    return _as_tuple(inputs), None
+
+
+def _tensor_input(t):
+    """An input, checked in its turn as torch checks each (no spec kind)."""
+    if not isinstance(t, Tensor):
+        raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                           f"{type(t).__name__}")
+    return t
 
 
 def _roots(outputs, grad_outputs, create_graph):
@@ -110,13 +124,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                                "both passed to `backward()`. Please only use `grad_tensors`.")
         grad_tensors = grad_variables
     outputs = _outputs(tensors)
-    create_graph = _flag(create_graph)
     ins = _inputs(inputs, "backward")[0]
     if inputs is not None and not ins:
         raise errors.backward_empty_inputs()  # checked first, as torch does
-    edges, grads = _roots(outputs, grad_tensors, create_graph)
+    edges, grads = _roots(outputs, grad_tensors, bool(create_graph))
+    create_graph = _flag(create_graph)      # the engine's own argument, parsed after those
     targets = []
-    for t in ins:  # API-11
+    for t in map(_tensor_input, ins):  # API-11
         if t.grad_fn is None:
             if not t.requires_grad:  # torch calls retain_grad() on every input, in order
                 raise errors.retain_grad_no_requires_grad()
@@ -176,14 +190,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outs, (ins, keys) = _outputs(outputs), _inputs(inputs, "grad")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    create_graph = _flag(create_graph)
-    edges, grads = _roots(outs, grad_outputs, create_graph)
+    edges, grads = _roots(outs, grad_outputs, bool(create_graph))
+    create_graph = _flag(create_graph)      # the engine's own argument, parsed after those
+    keep = _flag(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     targets = []
-    for t in ins:
+    for t in map(_tensor_input, ins):
         if not t.requires_grad:
             raise errors.input_no_requires_grad()  # API-8
         targets.append(edge(t))
-    keep = _flag(retain_graph) if retain_graph is not None else create_graph  # FREE-7
     got = engine.execute(edges, grads, keep, outs[0]._be, targets, True, create_graph) \
         if edges else [None] * len(targets)     # no outputs: every input is unused (API-7)
     result = []

@@ -194,7 +194,8 @@ def post_hook_nonleaf():  # HOOK-12
 
 def grad_not_tensor(value):  # no spec kind: torch's check of what `.grad =` is given
     kind = type(value).__name__     # (torch names its C types by module: torch.dtype)
-    kind = "torch.dtype" if type(value).__module__ == "refimpl.dtypes" else kind
+    module = {"refimpl.dtypes": "torch.", "numpy": "numpy."}.get(type(value).__module__, "")
+    kind = module + kind
     return TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {kind}")
 
 
