@@ -97,6 +97,14 @@ def _change_leaf(w, change):
         w.detach_()
 
 
+def _x_and_saved_leaf(torch, dt, change):
+    """x that requires grad, and w, the leaf an op saves: it requires grad when `change`
+    will stop it (requires_grad_(False), detach_()), and not when it will start it."""
+    stops = change in ("requires_grad_(False)", "detach_()")
+    return (torch.tensor([0.5, 1.0, 1.5], dtype=dt, requires_grad=True),
+            torch.tensor([1.2, 0.8, 0.3], dtype=dt, requires_grad=stops))
+
+
 @pytest.mark.clause("DOUBLE-1")
 @pytest.mark.clause("DOUBLE-2")
 @pytest.mark.parametrize("op", SAVE_W)
@@ -110,9 +118,7 @@ def test_a_saved_leaf_counts_as_it_is_when_the_pass_runs(differential, op, chang
     def prog(torch, log):
         for dtype in DTYPES:
             dt = getattr(torch, dtype)
-            x = torch.tensor([0.5, 1.0, 1.5], dtype=dt, requires_grad=True)
-            stops = change in ("requires_grad_(False)", "detach_()")
-            w = torch.tensor([1.2, 0.8, 0.3], dtype=dt, requires_grad=stops)
+            x, w = _x_and_saved_leaf(torch, dt, change)
             y = SAVE_W[op](x, w)
             _change_leaf(w, change)
             if pass_ == "grad":
@@ -164,9 +170,7 @@ def test_a_leaf_saved_under_hooks_counts_as_it_was_when_saved(differential, op, 
     def prog(torch, log):
         for dtype in DTYPES:
             dt = getattr(torch, dtype)
-            x = torch.tensor([0.5, 1.0, 1.5], dtype=dt, requires_grad=True)
-            stops = change in ("requires_grad_(False)", "detach_()")
-            w = torch.tensor([1.2, 0.8, 0.3], dtype=dt, requires_grad=stops)
+            x, w = _x_and_saved_leaf(torch, dt, change)
             with _hooks(torch, pack):
                 y = SAVE_W[op](x, w)
             _change_leaf(w, change)
