@@ -74,5 +74,11 @@ class ArraySurface:
     __float__ = lambda self: float(self.item())
     __int__ = lambda self: int(self.item())
 
+    def __index__(self):    # torch's: a one-element integer or bool tensor (a flag, an index)
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
     def __format__(self, spec):
         return format(self.item(), spec) if self._data.ndim == 0 else repr(self)

@@ -365,15 +365,20 @@ def test_materialized_zeros_require_grad_under_create_graph(differential, dtype,
 
 
 @pytest.mark.clause("API-9", "API-11", "API-7", "FREE-7")
-@pytest.mark.parametrize("value", [None, "yes", 1, 0, True, 2.0, 300, -1, 2**70])
+@pytest.mark.parametrize("value", [None, "yes", 1, 0, True, 2.0, 300, -1, 2**70, "tensor(True)",
+                                   "tensor(0)", "tensor(1.0)"])
 def test_what_backward_and_grad_take_for_flags_and_tensors(differential, value):
     """create_graph and retain_graph take what an integer can be read from (TypeError
     otherwise; retain_graph None follows create_graph); every output and input must be a
     tensor (AssertionError, RuntimeError); the deprecated grad_variables is honoured with a
     FutureWarning, and refused beside grad_tensors. No spec kinds: torch 2.13's own checks."""
-    def prog(torch, log):
+    def prog(torch, log, value=value):
+        if isinstance(value, str) and value.startswith("tensor"):   # one element: __index__
+            value = torch.tensor({"tensor(True)": True, "tensor(0)": 0}.get(value, 1.0))
         x = torch.tensor([1.0, 2.0], requires_grad=True)
-        if value is not True and value != 1:    # (CREATE_GRAPH_CYCLE warns once: UNSPEC-9)
+        truthy_flag = value is True or (type(value) is int and value == 1) or (
+            hasattr(value, "dtype") and value.dtype == torch.bool)
+        if not truthy_flag:     # (CREATE_GRAPH_CYCLE warns once a process: UNSPEC-9)
             log.attempt("backward create_graph",
                         lambda: (x * x).sum().backward(create_graph=value))
         log.attempt("backward retain_graph", lambda: (x * x).sum().backward(retain_graph=value))
@@ -381,7 +386,7 @@ def test_what_backward_and_grad_take_for_flags_and_tensors(differential, value):
                     lambda: torch.autograd.grad((x * x).sum(), x, create_graph=value))
         log.attempt("grad retain_graph",
                     lambda: torch.autograd.grad((x * x).sum(), x, retain_graph=value))
-        if value in (None, "yes", 1):
+        if not hasattr(value, "dtype") and value in (None, "yes", 1):
             n = torch.tensor([1.0])             # each input is checked in its turn
             log.attempt("inputs in turn", lambda: (x * x).sum().backward(inputs=[n, value]))
             log.attempt("grad inputs in turn", lambda: torch.autograd.grad((x * x).sum(),
