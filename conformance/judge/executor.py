@@ -223,7 +223,8 @@ class _Run:
         base = e.base(t)
         if not e.is_grad_enabled() or (base is None and not kind.writes_via_view):
             return
-        for u in (t, base):
+        # (a setitem writes a view of t: its CopySlices is laid out as t's base, or t)
+        for u in ((t if base is None else base,) if kind.writes_via_view else (t, base)):
             if u is not None and _overlapping(e.shape(u), e.stride(u)):
                 ev.overlapping_write = True
 

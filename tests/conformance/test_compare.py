@@ -1862,6 +1862,9 @@ _NOT_OPEN = {
         S("call", out="y", args=["v", 1.0], params={"fn": "mul"}),
         S("set_data", target="y", args=["e"], params={}),
         S("inplace", target="y", args=[], params={"fn": "zero_"}), *_pass_of("y", "v")],
+    "a setitem into an expanded view, whose CopySlices is its base's": [
+        *_expanded(False), S("call", out="u", args=["w", 1.0], params={"fn": "mul"}),
+        S("setitem", target="e", args=["u"], params={"index": [0]}), *_pass_of("e", "w")],
     "set_ (DATA-8)": [
         *_expanded(False), S("call", out="t", args=["w", 1.0], params={"fn": "mul"}),
         S("set_", target="t", args=["e"], params={}), *_pass_of("t", "w")],
