@@ -1,13 +1,16 @@
 """Worker processes that run programs and survive the engine crashing or hanging on one.
 
-A `Pool` hands tasks to worker processes, one task at a time each, and collects one result
-per task. A worker that dies (the engine aborted, or was killed) or does not answer within the
-task's time limit is killed and replaced; the task gets a failure result that says which engine
-was running (the oracle or the engine under test) and which statement (workers write both into
-shared memory as they go: `Progress`, no system call per statement). A task's clock starts when
-the worker begins it, not when it was queued: a fresh worker's start-up does not count.
+A `Pool` hands tasks to worker processes, one task at a time each or, for tasks that allow
+it, a batch of several (a campaign's programs: campaign/worker.py, work_batch), and collects
+one result per task. A worker that dies (the engine aborted, or was killed) or does not answer
+within the task's time limit is killed and replaced; the task gets a failure result that says
+which engine was running (the oracle or the engine under test) and which statement (workers
+write both into shared memory as they go: `Progress`, no system call per statement), and the
+tasks of its batch it had not finished run again in another worker. A task's clock starts when
+the worker begins it, not when it was queued: a fresh worker's start-up does not count; in a
+batch it counts that task's own work alone.
 
-Hygiene:
+Hygiene (campaign/process.py):
 - a worker exits when the process that started it dies, by any signal: on Linux through
   prctl(PR_SET_PDEATHSIG), everywhere through a thread that watches the parent's pid;
 - workers ignore SIGINT: Ctrl-C reaches the parent alone, which stops every worker;
@@ -20,142 +23,44 @@ Hygiene:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import multiprocessing as mp
 import os
 import signal
-import sys
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-FORK_SAFE = frozenset({"torch", "refimpl"})
-# imported once by a forkserver, so that each worker forked from it starts warm; never the
-# engines themselves (they are imported in the workers)
-PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.symbolic_shapes",
-           "conformance.campaign.runner"]
-PATH_BYTES = 128
-NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
-WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}
-_PATH_DATA: dict[str, bytes] = {}     # Progress.statement's encoded paths
-
-
-def start_method(specs: list[str], device: str) -> str:
-    """The multiprocessing start method for workers running the engines `specs` on `device`."""
-    chosen = os.environ.get("GRADSPEC_START_METHOD")
-    if chosen:
-        known = mp.get_all_start_methods()
-        if chosen not in known:
-            from ..engines import EngineError  # the error the commands report in one line
-            raise EngineError(f"GRADSPEC_START_METHOD={chosen!r} is not a start method of "
-                              f"this platform (choose from {', '.join(known)})")
-        return chosen
-    if not sys.platform.startswith("linux"):
-        return "spawn"      # macOS frameworks are not fork-safe; Windows has spawn only
-    if device == "cpu" and all(s in FORK_SAFE for s in specs):
-        return "fork"       # CUDA cannot cross a fork
-    return "forkserver"
-
-
-def context(specs: list[str], device: str):
-    """A multiprocessing context for workers running the engines `specs` on `device`."""
-    method = start_method(specs, device)
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(PRELOAD)
-    return ctx
-
-
-class Progress:
-    """What a worker is doing, in shared memory: the task's index, which engine is running
-    (ORACLE or ENGINE) and the path of the statement it runs."""
-
-    def __init__(self, ctx):
-        self.index = ctx.RawValue("q", -1)
-        self.who = ctx.RawValue("i", NOT_STARTED)
-        self.path = ctx.RawArray("c", PATH_BYTES)
-
-    def begin(self, index: int) -> None:
-        self.index.value, self.who.value, self.path.value = index, NOT_STARTED, b""
-
-    def running(self, who: int) -> None:
-        self.who.value, self.path.value = who, b""
-
-    def statement(self, path: str) -> None:
-        # called for every statement of every run: the bytes of a path are kept (programs
-        # share their paths, "0" to "130" and a few nested ones), which takes a third off
-        data = _PATH_DATA.get(path)
-        if data is None:
-            if len(_PATH_DATA) >= 4096:      # a crafted program's many paths: bounded
-                _PATH_DATA.clear()
-            data = _PATH_DATA[path] = path.encode()[:PATH_BYTES - 1]
-        self.path.value = data
-
-    def where(self) -> tuple[str, str]:
-        """(who, statement path) of the last report; path '' before the first statement."""
-        return WHO.get(self.who.value, "the worker"), self.path.value.decode()
-
-
-def _die_with_parent(parent: int) -> None:
-    """End this process when `parent` (the process that runs the pool) dies: the kernel's
-    parent-death signal where there is one (Linux), and a thread that watches both this
-    process's parent (a dead parent's children are handed to another at once) and `parent`
-    itself (a forkserver's children: their parent is the server, which outlives `parent` while
-    they hold its pipe)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
-    ppid = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == ppid and _alive(parent):
-            time.sleep(0.25)
-        os._exit(1)
-    if ppid != parent and not _alive(parent):
-        os._exit(1)
-    threading.Thread(target=watch, name="gradspec-parent-watch", daemon=True).start()
-
-
-def _one_torch_thread() -> None:
-    """Run torch's ops in this worker on one thread. A worker forked from a process whose
-    torch had started its OpenMP thread pool (a `max(dim)` does, on any size: the pytest
-    plugin's campaign forks from a test process that may have run one) hangs in its next
-    parallel region; on one thread torch never enters one. Programs hold a few elements:
-    threads buy nothing there."""
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "set_num_threads"):
-        torch.set_num_threads(1)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True     # no /proc: the signal check is all there is
-
+from .process import (  # noqa: F401 - FORK_SAFE..WHO: this module's API before process.py
+    ENGINE,
+    FORK_SAFE,
+    NOT_STARTED,
+    ORACLE,
+    PATH_BYTES,
+    PRELOAD,
+    WHO,
+    Progress,
+    _die_with_parent,
+    _main_not_rerun,
+    _one_torch_thread,
+    context,
+    start_method,
+)
 
 Setup = Callable[..., Any]
 Work = Callable[[Any, Any, Progress, Callable[[Any], None]], tuple[Any, bool]]
+# (state, [(index, payload), ...], progress) -> (index, result, retire) as each task is done
+BatchWork = Callable[[Any, list[tuple[int, Any]], Progress], Iterator[tuple[int, Any, bool]]]
 
 
 def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
-           setup_args: tuple[Any, ...], work: Work) -> None:
+           setup_args: tuple[Any, ...], work: Work, work_batch: BatchWork | None = None
+           ) -> None:
     """A worker's life: `state = setup(progress, *setup_args)`, then for each task
     `work(state, payload, progress, keep)` -> (result, retire); `keep(partial)` sends a result
-    to keep should the rest of the task crash or hang. A setup that raises ends the pool (a
-    'fatal' message)."""
+    to keep should the rest of the task crash or hang; for each batch of tasks (a list),
+    `work_batch(state, tasks, progress)` -> (index, result, retire) as each is done. A setup
+    that raises ends the pool (a 'fatal' message)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the parent's makes it a Ctrl-C)
     _die_with_parent(parent)
@@ -173,6 +78,14 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
             return
         if task is None:
             return
+        if isinstance(task, list):
+            assert work_batch is not None
+            conn.send(("begin", task[0][0], None))
+            for index, result, retire in work_batch(state, task, progress):
+                conn.send(("done", index, (result, retire)))
+                if retire:
+                    return
+            continue
         index, payload = task
         progress.begin(index)
         conn.send(("begin", index, None))
@@ -186,13 +99,15 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
 @dataclass
 class Task:
     """One unit of work: `payload` goes to the worker; `seconds` is its time limit from when
-    the worker begins it; `partial` is the result kept should it crash or hang."""
+    the worker begins it; `partial` is the result kept should it crash or hang. A `batchable`
+    task may be given to a worker with others of its kind (Pool's `batch`)."""
 
     index: int
     payload: Any
     seconds: float
     partial: Any = None
     fresh: bool = False         # run it in a worker that has run nothing before
+    batchable: bool = False     # (a fresh one never is: it runs alone)
 
 
 class PoolError(Exception):
@@ -200,26 +115,58 @@ class PoolError(Exception):
 
 
 class _Slot:
-    """One worker process and the task it is on."""
+    """One worker process and the tasks it is on: one, or a batch of several, in the order
+    given, those done removed."""
 
     def __init__(self, pool: Pool):
         ctx = pool.ctx
         self.conn, child = ctx.Pipe()
         self.progress = Progress(ctx)
         self.proc = ctx.Process(target=_serve, daemon=True, args=(
-            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work))
+            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work,
+            pool.work_batch))
         with _main_not_rerun(ctx.get_start_method()):
             self.proc.start()
         child.close()
-        self.task: Task | None = None
+        self.tasks: list[Task] = []
+        self.batched = False
         self.used = False
         self.deadline = 0.0
         self.warmup = pool.warmup
 
-    def give(self, task: Task) -> None:
-        self.task, self.used = task, True
+    @property
+    def task(self) -> Task | None:
+        """The first task not done (None: the worker is idle)."""
+        return self.tasks[0] if self.tasks else None
+
+    def give(self, task: Task, *more: Task, batch: bool = False) -> None:
+        """Hand the worker `task`, or with `batch` `task` and `more` as one batch (Pool's
+        work_batch)."""
+        self.tasks, self.batched, self.used = [task, *more], batch, True
         self.deadline = time.monotonic() + self.warmup      # until the worker begins it
-        self.conn.send((task.index, task.payload))
+        if batch:
+            self.conn.send([(t.index, t.payload) for t in self.tasks])
+        else:
+            self.conn.send((task.index, task.payload))
+
+    def current(self) -> Task:
+        """The task the worker is on: in a batch, the one its progress record names (the
+        first not done before it names one)."""
+        index = self.progress.index.value
+        for t in self.tasks:
+            if t.index == index:
+                return t
+        return self.tasks[0]
+
+    def clock(self) -> float | None:
+        """In a batch, the deadline of the task the worker's progress record names: its limit
+        from the start of its clock, which counts that task's own work alone
+        (Progress.resume); None while the record names none of the batch."""
+        index, started = self.progress.task_clock()
+        for t in self.tasks:
+            if t.index == index:
+                return started + t.seconds
+        return None
 
     def stop(self, kill: bool = False) -> None:
         with contextlib.suppress(OSError, BrokenPipeError):
@@ -234,25 +181,6 @@ class _Slot:
         self.conn.close()
 
 
-@contextlib.contextmanager
-def _main_not_rerun(method: str):
-    """Start a worker without running the parent's main script again in it. A worker's code is
-    all in this module, but spawn and forkserver run a main script given by path again in each
-    child (as __mp_main__), which starts an unguarded script (a repro) over; hiding the path
-    while the worker starts prevents it. A main module run by name is imported by name, which
-    runs nothing under `if __name__ == "__main__"`, and is left alone."""
-    main = sys.modules.get("__main__")
-    if method == "fork" or main is None or getattr(main, "__spec__", None) is not None \
-            or "__file__" not in vars(main):
-        yield
-        return
-    path = vars(main).pop("__file__")
-    try:
-        yield
-    finally:
-        main.__file__ = path
-
-
 Failure = Callable[[Task, str, str, str, str], Any]   # task, crash|timeout, detail, who, path
 
 
@@ -260,14 +188,18 @@ class Pool:
     """`jobs` workers, each running `setup(*setup_args)` once and then `work` per task.
     `failure(task, what, detail, who, path)` is the result of a task whose worker crashed
     (what 'crash') or hung ('timeout'); `follow(task, result)` may return a task to run next
-    in a fresh worker (a divergent program's shrinking)."""
+    in a fresh worker (a divergent program's shrinking). With `batch` > 1 and `work_batch`,
+    a worker is handed up to `batch` batchable tasks at once, fewer as the queue runs short
+    so that every worker keeps some; where a batch's worker crashes or hangs, the task it was
+    on gets the failure and those it had not done run again elsewhere."""
 
     def __init__(self, ctx, jobs: int, setup: Setup, setup_args: tuple[Any, ...], work: Work,
                  failure: Failure, follow: Callable[[Task, Any], Task | None] | None = None,
-                 warmup: float = 120.0):
+                 warmup: float = 120.0, batch: int = 1, work_batch: BatchWork | None = None):
         self.ctx, self.jobs, self.setup, self.setup_args, self.work = (
             ctx, jobs, setup, setup_args, work)
         self.failure, self.follow, self.warmup = failure, follow, warmup
+        self.batch, self.work_batch = (batch, work_batch) if work_batch else (1, None)
         self._kept: list[_Slot] | None = None
 
     def __enter__(self) -> Pool:
@@ -299,7 +231,9 @@ class Pool:
                         if queue[-1].fresh and slot.used:
                             slot.stop()
                             slots[i] = slot = _Slot(self)
-                        slot.give(queue.pop())
+                        tasks = self._take(queue, len(slots))
+                        slot.give(*tasks, batch=self.batch > 1 and tasks[0].batchable
+                                  and not tasks[0].fresh)
                 busy = [s for s in slots if s.task is not None]
                 ready = wait([s.conn for s in busy], timeout=max(0.0, min(
                     s.deadline for s in busy) - time.monotonic()))
@@ -315,45 +249,77 @@ class Pool:
                 else:
                     slot.stop(kill=slot.task is not None)
 
+    def _take(self, queue: list[Task], workers: int) -> list[Task]:
+        """The next task, with the batchable ones after it up to a batch: at most `batch`,
+        and at most the queue's share per worker, so that no worker idles at the end while
+        another holds a long batch."""
+        tasks = [queue.pop()]
+        if self.batch > 1 and tasks[0].batchable and not tasks[0].fresh:
+            n = min(self.batch, -(-(len(queue) + 1) // workers))
+            while len(tasks) < n and queue and queue[-1].batchable and not queue[-1].fresh:
+                tasks.append(queue.pop())
+        return tasks
+
     def _step(self, slot: _Slot, ready: bool, finish, queue: list[Task]) -> bool:
         """Handle what a busy worker said, or its silence; False when it must be replaced."""
-        task = slot.task
-        assert task is not None
         if not ready:
             if time.monotonic() <= slot.deadline:
                 return True
+            deadline = slot.clock() if slot.batched else None
+            if deadline is not None and time.monotonic() <= deadline:
+                slot.deadline = deadline        # the worker is on another task of the batch
+                return True
+            task = slot.current()
             who, path = slot.progress.where()
-            self._done(slot, self.failure(task, "timeout", f"no result within "
-                                          f"{task.seconds:g} s", who, path), finish, queue)
+            self._failed(slot, task, self.failure(task, "timeout", f"no result within "
+                                                  f"{task.seconds:g} s", who, path),
+                         finish, queue)
             return False
         try:
-            kind, _, payload = slot.conn.recv()
+            kind, index, payload = slot.conn.recv()
         except (EOFError, OSError):
             slot.proc.join(timeout=5)
+            task = slot.current()
             who, path = slot.progress.where()
-            self._done(slot, self.failure(task, "crash", f"worker died (exit code "
-                                          f"{slot.proc.exitcode})", who, path), finish, queue)
+            self._failed(slot, task, self.failure(task, "crash", f"worker died (exit code "
+                                                  f"{slot.proc.exitcode})", who, path),
+                         finish, queue)
             return False
         if kind == "fatal":
             raise PoolError(payload)
         if kind == "begin":
-            slot.deadline = time.monotonic() + task.seconds
+            slot.deadline = time.monotonic() + slot.tasks[0].seconds
         elif kind == "keep":
-            task.partial = payload
+            slot.tasks[0].partial = payload
         else:
             result, retire = payload
-            self._done(slot, result, finish, queue)
+            task = next(t for t in slot.tasks if t.index == index)
+            slot.tasks.remove(task)
+            if retire:
+                self._requeue(slot, queue)
+            elif slot.tasks:
+                slot.deadline = slot.clock() or time.monotonic() + slot.tasks[0].seconds
+            self._done(task, result, finish, queue)
             return not retire
         return True
 
-    def _done(self, slot: _Slot, result: Any, finish, queue: list[Task]) -> None:
-        task = slot.task
-        assert task is not None
-        slot.task = None
+    def _failed(self, slot: _Slot, task: Task, result: Any, finish, queue: list[Task]) -> None:
+        """`task`, the one a worker was on, failed with `result`; the rest of its batch runs
+        again elsewhere."""
+        slot.tasks.remove(task)
+        self._requeue(slot, queue)
+        self._done(task, result, finish, queue)
+
+    @staticmethod
+    def _requeue(slot: _Slot, queue: list[Task]) -> None:
+        """The tasks of a batch the worker will not do, next in the queue, in their order."""
+        queue.extend(reversed(slot.tasks))
+        slot.tasks = []
+
+    def _done(self, task: Task, result: Any, finish, queue: list[Task]) -> None:
         nxt = self.follow(task, result) if self.follow else None
         if nxt is not None:
             nxt.fresh = True
             queue.append(nxt)
         else:
             finish(task, result)
-

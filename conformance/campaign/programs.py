@@ -13,6 +13,10 @@ from . import worker
 from .failfast import Enough, StopAfter
 from .pool import Pool, PoolError, Task, context
 
+# programs a worker is handed at once (worker.work_batch says why; benchmarks/README.md
+# measures sizes from 1 to 60: 10 takes most of the gain, and a worker that crashes or hangs
+# loses at most the other 9 programs' runs, which run again elsewhere)
+BATCH = 10
 # a campaign's progress callback: (programs done, programs in all, failing, seconds so far)
 Progress = Callable[[int, int, int, float], None]
 
@@ -37,7 +41,8 @@ def program_pool(engine_spec: str, oracle_spec: str, device: str, jobs: int, tim
     return Pool(context([engine_spec, oracle_spec], device), jobs, worker.setup,
                 (engine_spec, oracle_spec, device, options), worker.work,
                 lambda task, what, detail, who, path: worker.failure(
-                    task.partial, what, detail, who, path), follow)
+                    task.partial, what, detail, who, path), follow,
+                batch=BATCH, work_batch=worker.work_batch)
 
 
 def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[int],
@@ -68,7 +73,8 @@ def check_programs(engine_spec: str, oracle_spec: str, device: str, seeds: list[
     if pool is None:
         pool = program_pool(engine_spec, oracle_spec, device, jobs, timeout, options, shrink)
     try:
-        pool.run([Task(i, ("check", s), timeout) for i, s in enumerate(seeds)], finish)
+        pool.run([Task(i, ("check", s), timeout, batchable=True) for i, s in enumerate(seeds)],
+                 finish)
     except Enough as reached:
         StopAfter.truncate(results, reached)
     except PoolError as exc:

@@ -10,7 +10,9 @@ program runs in a process it may have changed. Shrinking runs in a fresh worker.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..engines import load_engine
@@ -121,6 +123,12 @@ class Runs:
         o, o_mode = self.run(program, self.oracle, ORACLE)
         if on_engine:
             on_engine()
+        return self.against(program, o, o_mode)
+
+    def against(self, program: Program, o: Trace, o_mode: bool | None
+                ) -> tuple[Trace, Trace, list[Divergence]]:
+        """The engine's run of a program the oracle ran (trace `o`, grad mode after it
+        `o_mode`), and their divergences, a grad-mode leak first."""
         e, e_mode = self.run(program, self.engine, ENGINE)
         found = compare(program, o, e, self.relief(program, o))
         if o_mode is not None and e_mode is not None and o_mode != e_mode:
@@ -149,7 +157,15 @@ def check(program: Program, oracle: Engine, engine: Engine, shrink: bool = True,
     """Run one program on both engines; a JSON-able result, the program shrunk if divergent.
     `on_engine` is called between the oracle's run and the engine's."""
     runs = runs or Runs(engine, oracle)
-    o, e, found = runs.judge(program, on_engine)
+    return judged_result(runs, program, *runs.judge(program, on_engine), shrink=shrink,
+                         shrink_seconds=shrink_seconds)
+
+
+def judged_result(runs: Runs, program: Program, o: Trace, e: Trace, found: list[Divergence],
+                  shrink: bool = False, shrink_seconds: float = 10.0) -> dict[str, Any]:
+    """The JSON-able result of a program judged (`check`): its clauses, and where it diverged
+    its divergences, traces and graphs, the program shrunk first with `shrink`."""
+    engine, oracle = runs.engine, runs.oracle
     result: dict[str, Any] = {"clauses": program.clauses(), "divergences": []}
     if not found:
         return result
@@ -211,6 +227,68 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
         import traceback
         result = {"clauses": [], "internal": traceback.format_exc()}
     return result, runs.dirty
+
+
+def _drawn(opt: dict[str, Any], seed: int) -> Program | dict[str, Any]:
+    """The program of a seed, or the result of a source that could not give one."""
+    try:
+        return opt["source"](seed, opt["caps"], opt["size"])
+    except SourceError as exc:      # not judged: one line, no traceback of gradspec's
+        return {"clauses": [], "internal": str(exc)}
+    except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
+        import traceback
+        return {"clauses": [], "internal": traceback.format_exc()}
+
+
+def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[str, Any]]],
+               progress: Progress) -> Iterator[tuple[int, dict[str, Any], bool]]:
+    """("check", seed) tasks `items` (index, payload) run as one batch: every program drawn
+    and run on the oracle, then each run on the engine and judged; yields (index, result,
+    whether the worker must retire) as each is judged, and stops after one that retires it
+    (the pool runs the rest elsewhere). The same results as `work` gives each task.
+
+    Why a batch: each engine then runs programs back to back, and the generator runs apart
+    from both, instead of the three taking turns on the core at every program, which costs
+    what they evict of each other's caches; and the collector is paused while the batch's
+    programs and traces are alive, since each collection it triggered would traverse them
+    with everything torch and numpy keep alive (benchmarks/README.md measures both).
+    A program's time limit counts its own drawing and runs (Progress.resume)."""
+    runs, opt = state
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        drawn: list[tuple[int, Any, Any, float]] = []   # index, program, oracle's run, time
+        for index, (_, seed) in items:
+            progress.begin(index)
+            start = time.monotonic()
+            program = _drawn(opt, seed)
+            if isinstance(program, dict):
+                drawn.append((index, program, None, 0.0))
+                continue
+            try:
+                oracle = runs.run(program, runs.oracle, ORACLE)
+            except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
+                import traceback
+                oracle = {"clauses": [], "internal": traceback.format_exc()}
+            drawn.append((index, program, oracle, time.monotonic() - start))
+            if runs.dirty:
+                break
+        for index, program, oracle, used in drawn:
+            if isinstance(program, dict) or isinstance(oracle, dict):
+                yield index, program if isinstance(program, dict) else oracle, runs.dirty
+                continue
+            progress.resume(index, used)
+            try:
+                result = judged_result(runs, program, *runs.against(program, *oracle))
+            except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
+                import traceback
+                result = {"clauses": [], "internal": traceback.format_exc()}
+            yield index, result, runs.dirty
+            if runs.dirty:
+                return
+    finally:
+        if paused:
+            gc.enable()
 
 
 def failure(partial: dict[str, Any] | None, what: str, detail: str, who: str, path: str

@@ -235,3 +235,34 @@ def test_a_checked_source_is_the_same_pool_key_wherever_it_is_unpickled():
     a = CheckedSource(_unbound_name)
     b = pickle.loads(pickle.dumps(a))
     assert a == b and hash(a) == hash(b) and a != CheckedSource(_no_program)
+
+
+@pytest.mark.parametrize("source_of", ["generator", "programs with divergences"])
+def test_a_batch_judges_each_program_as_it_is_judged_alone(source_of):
+    """worker.work_batch: every program drawn and run on the oracle, then each on the
+    engine: the same result per program as worker.work gives it alone, the collector paused
+    for the batch and on again after it."""
+    import gc
+
+    from conformance.campaign import worker
+    from conformance.campaign.runner import default_source
+    from conformance.engines import load_engine
+    engine = load_engine("refimpl" if source_of == "generator" else f"{MOD}:no_leaf_check")
+    oracle = load_engine("torch")
+    caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
+    opt = {"source": default_source if source_of == "generator" else source, "caps": caps,
+           "size": 12, "shrink_seconds": 5.0}
+    progress = Progress(mp.get_context())
+    state = (worker.Runs(engine, oracle, progress), opt)
+    seeds = program_seeds(3, 9)
+    alone = [worker.work(state, ("check", s), progress, lambda _: None) for s in seeds]
+    items = [(i, ("check", s)) for i, s in enumerate(seeds)]
+    paused = []
+    batch = []
+    for index, result, retire in worker.work_batch(state, items, progress):
+        paused.append(not gc.isenabled())
+        batch.append((result, retire))
+    assert batch == alone and all(paused) and gc.isenabled()
+    want = 0 if source_of == "generator" else kinds(seeds).count("sample")
+    assert sum(bool(r["divergences"]) for r, _ in alone) == want
+    assert want or source_of == "generator"
