@@ -64,7 +64,22 @@ def _setitem(self, key, value) -> None:     # torch's __setitem__ returns None
 
 
 Tensor.__setitem__ = _setitem
+
+
+def _operator(method):
+    """A comparison as a Python operator: an operand it refuses (None, a string, a list, any
+    other object) makes it return NotImplemented, as torch's do, so that `t == None` is False
+    and `t != None` True (Python's identity fallback) and `t < None` raises TypeError
+    (DERIV-1)."""
+    def fn(self, other):
+        try:
+            return method(self, other)
+        except TypeError:
+            return NotImplemented
+    return fn
+
+
 for _op in ("lt", "le", "gt", "ge", "eq", "ne"):  # bool leaves, never recorded (DERIV-1)
     setattr(Tensor, _op, ew.compare(getattr(operator, _op)))
-    setattr(Tensor, f"__{_op}__", getattr(Tensor, _op))
+    setattr(Tensor, f"__{_op}__", _operator(getattr(Tensor, _op)))
 Tensor.__hash__ = object.__hash__
