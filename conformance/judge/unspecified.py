@@ -131,7 +131,8 @@ class Unspecified:
         return check is not None and check(name)
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
-        tainted = self.opens(s, kind, o, e)
+        depends = self.depends(s, kind)
+        tainted = depends or bool(o.integral_seed)      # (opens())
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
@@ -143,7 +144,8 @@ class Unspecified:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
         self.layouts_open |= kind.records_grads(s)
-        self.all_open |= tainted and kind.backward_pass
+        self.all_open |= depends and kind.backward_pass
+        self._integral_seeded(s, kind, bool(o.integral_seed) and not depends)
         self._acted_on(s, kind, tainted)
         if o.inference_swapped:  # UNSPEC-10: what the target is
             self.open |= {s.target or ""}               # now, and what it computes, is open
@@ -251,6 +253,21 @@ class Unspecified:
             if kind.writes and s.target:
                 self.pass_open |= self._names(self.group.get(s.target)) | {s.target}
         self.pass_open.update(hooked)
+
+    def _integral_seeded(self, s: Stmt, kind: Any, flagged: bool) -> None:
+        """Where `flagged`: a pass handed an integer or bool gradient for a leaf root whose
+        grad_dtype is None (UNSPEC-16; torch 2.13 fails an internal assert before it runs any
+        node, and what follows runs as if the pass had not been). What it makes is open
+        (tainted), and so is every .grad (it may have written any it reached; UNSPEC-1 as
+        well, where it raised); where it reads a tensor that is no leaf, it may have freed or
+        recorded the graph behind it, so a later pass through any tensor bound so far (the
+        comparator does not track which graph a name belongs to) is open too. Other
+        statements are compared."""
+        if not flagged:
+            return
+        self._grads_open()
+        if not self.leaves.issuperset(kind.refs(s)):
+            self.pass_open |= set(self.group)
 
     def _tally(self, s: Stmt, kind: Any) -> None:
         """What later rules count: passes with and without create_graph and the tensors named

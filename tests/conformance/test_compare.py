@@ -1719,7 +1719,7 @@ def test_an_integral_gradient_for_a_leaf_root_whose_grad_dtype_is_none_is_open(
         torch_engine, gradient_dtype, how):
     """UNSPEC-16, API-3: torch 2.13 fails an internal assert where a pass hands an integer or
     bool gradient to a leaf root whose grad_dtype is None; refimpl casts it. The executor
-    flags the pass on both engines, and it and what follows are not compared."""
+    flags the pass on both engines, and it and the .grads after it are not compared."""
     p = _leaf_root_seeded(gradient_dtype, how)
     o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
     assert o.by_path()["5"].integral_seed is e.by_path()["5"].integral_seed is True
@@ -1727,6 +1727,47 @@ def test_an_integral_gradient_for_a_leaf_root_whose_grad_dtype_is_none_is_open(
     assert compare(p, o, e) == []
     o.by_path()["5"].integral_seed = e.by_path()["5"].integral_seed = None
     assert "5" in [d.path for d in compare(p, o, e)]
+
+
+def _integral_seed_then(how: str, with_graph: bool) -> Program:
+    """_leaf_root_seeded's flagged pass (int64), where `with_graph` also through the sum of an
+    exp of w (a second root), then what follows: a value computed from x and from w, and a
+    pass through the exp that pass may have freed."""
+    p = _leaf_root_seeded("int64", how)
+    if with_graph:
+        passes = {"backward_many": S("backward_many", params={"tensors": ["x", "s"],
+                                                             "grad_tensors": ["g", None]}),
+                  "grad": S("grad", params={"outputs": ["x", "s"], "inputs": ["x", "w"],
+                                            "grad_outputs": ["g", None], "outs": ["gx", "gw"]})}
+        p.statements[5] = passes[how]
+    return Program(p.statements[:5] + [
+        leaf("w", [1.0, 2.0], [2], rg=True), S("call", out="y", args=["w"], params={"fn": "exp"}),
+        S("call", out="s", args=["y"], params={"fn": "sum"}), *p.statements[5:],
+        S("call", out="z", args=["x", 2.0], params={"fn": "mul"}), obs("z", "value"),
+        S("call", out="m", args=["y"], params={"fn": "mean"}),
+        S("backward", target="m", params={}), obs("w", "grad")])
+
+
+@pytest.mark.parametrize("how, with_graph", [("backward", False), ("backward_many", False),
+                                             ("grad", False), ("backward_many", True),
+                                             ("grad", True)])
+def test_what_follows_a_pass_with_an_integral_seed_is_compared(torch_engine, how, with_graph):
+    """UNSPEC-16: torch 2.13 fails that pass's internal assert before running any node, and
+    what follows runs as if it had not been; refimpl runs it. Only the pass, what it makes,
+    the .grads and (where it went through a graph, which refimpl frees) a later pass through
+    what was bound before it stay open: a value computed after it is compared."""
+    p = _integral_seed_then(how, with_graph)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = next(ev.path for ev in o.events if ev.integral_seed)
+    assert o.by_path()[at].status == "error" and e.by_path()[at].status == "ok"
+    last = o.events[-2].path                # the pass through m = y.mean()
+    assert o.by_path()[last].status == "ok"
+    assert (e.by_path()[last].status == "error") is with_graph     # refimpl freed the exp
+    assert compare(p, o, e) == []
+    z = o.events[-4].path                   # z = x * 2, observed
+    assert o.by_path()[z].value == [2.0, 4.0]
+    e.by_path()[z].value = [0.0, 0.0]
+    assert [d.path for d in compare(p, o, e)] == [z]
 
 
 @pytest.mark.parametrize("how", ["backward", "backward_many", "grad"])
