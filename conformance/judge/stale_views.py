@@ -25,10 +25,13 @@ from typing import Any
 
 from ..lang.program import Stmt
 from ..lang.trace import Event
+from .grad_modes import GradModes
 
 
 class StaleViews:
-    def __init__(self) -> None:
+    def __init__(self, modes: GradModes | None = None) -> None:
+        self.modes = modes or GradModes()   # the modes each statement ran in (kept current
+        #                                     here: update() is handed every statement)
         self.counter: dict[str, int] = {}   # name -> its version counter (VER-4, VER-5)
         self.views: set[str] = set()        # names a differentiable view statement bound
         self.guarded: set[str] = set()      # ... that refuse in-place writes (VIEW-7, FUNC-14)
@@ -49,6 +52,7 @@ class StaleViews:
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> list[str]:
         """Track one statement; the names a pass through which is open from now on: the stale
         views a hook that may change gradients went on."""
+        self.modes.update(s, kind, o.path)
         if self.stale:
             self.stale.difference_update(n for n in kind.reads_history(s)
                                          if not (kind.retains_target and n in self.retaining))

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..lang.program import Stmt
 from ..lang.trace import Event
+from .grad_modes import GradModes
 from .stale_views import StaleViews
 
 
@@ -58,7 +59,8 @@ class Unspecified:
         #                                         recorded (grad_fn open), 1 computed from one
         self.open: set[str] = set()         # names whose state depends on whether they are
         self.all_open = False               # a backward pass depended on it: nothing compared
-        self.stale_views = StaleViews()     # UNSPEC-17: hooks on views an alias wrote
+        self.modes = GradModes()            # the modes each statement ran in
+        self.stale_views = StaleViews(self.modes)   # UNSPEC-17: hooks on views an alias wrote
         self.pass_open: set[str] = set()    # ... that may change gradients: a pass through
         #                                     these names is open (their values are not)
         self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
@@ -201,7 +203,7 @@ class Unspecified:
         if kind.unversioned(s, o.shapes or e.shapes):
             self.versionless.update(bound)
         self.open.difference_update(bound)
-        self._rooted(s, kind, bound)
+        self._rooted(s, kind, bound, o)
         if tainted:                         # computed from what is open: open too
             self.open.update(bound)
         if o.seed_requires_grad or e.seed_requires_grad:    # a gradient that may be the seed
@@ -229,11 +231,16 @@ class Unspecified:
         root = self.view_root.get(target, target)
         return {target} | {n for n in self._names(g) if self.view_root.get(n, n) == root}
 
-    def _rooted(self, s: Stmt, kind: Any, bound: list[str]) -> None:
-        """Names bound afresh: no longer integral (UNSPEC-18) unless computed from one; a
-        differentiable view's chain starts where its target's does (a detach() or .data
-        starts its own)."""
+    def _rooted(self, s: Stmt, kind: Any, bound: list[str], o: Event) -> None:
+        """Names bound afresh, or detached in place outside inference mode (torch 2.13: a leaf
+        that does not require grad, and ops on it run as on any integer tensor): no longer
+        integral (UNSPEC-18) unless computed from one; a differentiable view's chain starts
+        where its target's does (a detach() or .data starts its own). A view of a tensor
+        detached in place stays integral: torch 2.13 rebuilds its grad_fn from the detached
+        base, or keeps the one read before, requiring grad."""
         self.integral.difference_update(bound)
+        if o.status == "ok" and not self.modes.modes(o.path)[1]:
+            self.integral.difference_update(kind.detaches(s))
         root = self.view_root.get(s.target or "", s.target) if kind.makes_view(s) else None
         for name in bound:
             if root is None:

@@ -80,6 +80,9 @@ class DetachInplace(Kind):
     doc = ("target.detach_(): outside inference mode target stops requiring grad and becomes "
            "a leaf, its version unchanged; refused on a view (DETACH_VIEW_INPLACE)")
 
+    def detaches(self, s):
+        return [s.target] if s.target else []
+
     def check(self, s, path):
         fields.name(s, path, "target")
 

@@ -80,6 +80,16 @@ class Mode(Kind):
                 x.current = None
                 x.block(s.body, path + ".")
 
+    def body_mode(self, s):
+        """no_grad, enable_grad and set_grad_enabled set the grad mode; inference_mode(True)
+        turns grad mode off and inference mode on, inference_mode(False) the other way round
+        (torch 2.13's InferenceMode guard sets both)."""
+        p = s.params
+        mode, enabled = p.get("mode"), bool(p.get("enabled", True))
+        if mode == "inference_mode":
+            return not enabled, enabled
+        return {"no_grad": False, "enable_grad": True}.get(mode, enabled), None
+
     def render(self, s, path):
         p = s.params
         cm = MODES.get(p["mode"]) or (

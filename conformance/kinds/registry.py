@@ -22,7 +22,7 @@ everything about the kind:
                    grad_dtypes_set,
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
-                   hook_order_open, recorded_gradients, data_swapped
+                   hook_order_open, recorded_gradients, data_swapped, body_mode, detaches
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -153,6 +153,16 @@ class Kind:
         next_functions or is_leaf, retain_grad, a node hook, a multi-grad hook of mode all):
         a view an alias wrote gets its new grad_fn then, and a hook registered on it from then
         on is compared (UNSPEC-17)."""
+        return []
+
+    def body_mode(self, s: Any) -> tuple[bool | None, bool | None]:
+        """A block's: the grad mode and the inference mode its body runs in (None: as outside
+        it; conformance/judge/grad_modes.py)."""
+        return None, None
+
+    def detaches(self, s: Any) -> list[str]:
+        """Names it detaches in place where it runs outside inference mode (VIEW-8, VER-16):
+        they require grad no longer, and an integer one is no longer UNSPEC-18's."""
         return []
 
     def makes_view(self, s: Any) -> bool:

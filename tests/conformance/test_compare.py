@@ -1839,6 +1839,42 @@ def test_a_detached_alias_of_an_integral_tensor_requiring_grad_is_compared(alias
     assert [d.path for d in compare(p, o, e)] == ["7"]
 
 
+def _integral_detached(where: str) -> Program:
+    """An int64 tensor fill_'s exception made require grad (UNSPEC-18), with a view v taken
+    before, detached in place (`where`: at top level or in a block), then computed with."""
+    detach = S("detach_", target="x")
+    if where != "top level":
+        detach = S("mode", params={"mode": where}, body=[detach])
+    return Program([
+        leaf("w", [2.0], [], rg=True), leaf("x", [1, 2, 3], [3], "int64", rg=False),
+        S("getitem", out="v", target="x", params={"index": [{"slice": [0, 2, None]}]}),
+        S("call", out="u", args=["w", 1.0], params={"fn": "mul"}),
+        S("inplace", target="x", args=["u"], params={"fn": "fill_"}), detach,
+        obs("x", "requires_grad"),
+        S("call", out="y", args=["x", 3], params={"fn": "mul"}), obs("y", "value"),
+        S("call", out="z", args=["v", 3], params={"fn": "mul"})])
+
+
+@pytest.mark.parametrize("where", ["top level", "no_grad", "enable_grad", "inference_mode"])
+def test_an_integral_tensor_detached_in_place_is_compared_again(torch_engine, where):
+    """UNSPEC-18 leaves open what is computed with an integer tensor that requires grad;
+    detach_() outside inference mode (in any grad mode) makes it a leaf that does not, and
+    torch 2.13 then computes with it as with any integer tensor: that is compared again.
+    Inside inference mode detach_() changes nothing (VER-16) and it stays open, as a view of
+    it taken before does (torch 2.13 rebuilds the view's grad_fn from the detached base, or
+    keeps the one read before, which requires grad)."""
+    p = _integral_detached(where)
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    detached = where != "inference_mode"
+    rg, value = (o.by_path()[at] for at in ("6", "8"))
+    assert rg.value is not detached
+    assert (value.status, value.value) == (("ok", [6, 6, 6]) if detached else ("skipped", None))
+    assert compare(p, o, e) == []
+    if detached:
+        e.by_path()["8"].value = [0, 0, 0]
+        assert [d.path for d in compare(p, o, e)] == ["8"]
+
+
 @pytest.mark.parametrize("alias", ["detach", "data"])
 @pytest.mark.parametrize("write", ["setitem", "inplace"])
 def test_a_pass_through_a_write_recorded_on_overlapping_memory_is_open(alias, write,
