@@ -4,8 +4,8 @@ comparator (conformance/judge/unspecified.py).
 torch rebuilds a view's grad_fn lazily after a write it did not record on the view: one through
 a tensor that shares its version counter (its base, another view, a detach() of one; not
 `.data`, which has its own, VER-6), an indexed assignment into the view, an in-place op on the
-view with grad mode off (taken here for any inside a grad-mode block: the comparator does not
-follow the mode) or that leaves it not requiring grad (Event.unrecorded), a custom Function's
+view with grad mode off (no_grad, inference mode: judge/grad_modes.py) or that leaves it not
+requiring grad (Event.unrecorded), a custom Function's
 forward writing what apply then refuses (FUNC-11: `Kind.wrote_if_refused`; any other refused
 write wrote nothing) and a backward adding into the `.grad` it is a view of. The next read of
 its grad_fn rebuilds it (`Kind.reads_history`; an op recorded on it reads it too, but a
@@ -65,8 +65,8 @@ class StaleViews:
             # (a write refused on both sides wrote nothing, but a dirty Function's forward
             # wrote before apply refused it, FUNC-11)
             if not refused or kind.wrote_if_refused(s, (o.error, e.error)):
-                unrecorded = refused or kind.writes_via_view or "." in (o.path or "") or bool(
-                    o.unrecorded)       # (the oracle's: judge/unspecified.py)
+                unrecorded = refused or kind.writes_via_view or not self.modes.recording(
+                    o.path) or bool(o.unrecorded)   # (the oracle's: judge/unspecified.py)
                 c = self.counter.get(s.target or "")
                 self._written({v for v in self.views if self.counter.get(v) == c and (
                     v != s.target or unrecorded)})

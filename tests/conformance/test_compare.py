@@ -995,6 +995,29 @@ def _view_then(write: list[S], before_hook: list[S] = (), pre: list[S] = ()) -> 
 
 
 _H0 = S("hook", out="h0", target="v", params={"behaviour": "record", "label": "h0"})
+
+
+@pytest.mark.parametrize("mode, enabled", [("enable_grad", None), ("set_grad_enabled", True),
+                                           ("no_grad", None), ("set_grad_enabled", False),
+                                           ("inference_mode", False)])
+def test_a_write_on_a_view_in_a_block_is_stale_only_where_grad_mode_is_off(
+        torch_engine, mode, enabled):
+    """UNSPEC-17: an in-place op on the view itself with grad mode off records nothing on it
+    (stale: a hook put on it then is open); inside a block that leaves grad mode on
+    (enable_grad, set_grad_enabled(True), inference_mode(False)) it is recorded on the view as
+    at top level, and the hook's calls are compared. (torch may crash registering a hook on a
+    stale view: there the hook's calls are refimpl's on both sides.)"""
+    block = S("mode", params={"mode": mode, **({} if enabled is None else {"enabled": enabled})},
+              body=[S("inplace", target="v", args=[2.0], params={"fn": "mul_"})])
+    p = _view_then([block])
+    on = (mode, enabled) in {("enable_grad", None), ("set_grad_enabled", True),
+                             ("inference_mode", False)}
+    o = execute(p, torch_engine if on else load_engine("refimpl"))
+    e = execute(p, load_engine("refimpl"))
+    at = next(ev.path for ev in o.events if ev.op == "backward")
+    assert [c[0] for c in o.by_path()[at].hooks] == ["h1"]
+    e.by_path()[at].hooks = []
+    assert [d.path for d in compare(p, o, e)] == ([at] if on else [])
 _ADD_B = S("inplace", target="b", args=[1.0], params={"fn": "add_"})
 
 
