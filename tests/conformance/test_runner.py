@@ -257,12 +257,13 @@ def test_a_batch_judges_each_program_as_it_is_judged_alone(source_of):
     seeds = program_seeds(3, 9)
     alone = [worker.work(state, ("check", s), progress, lambda _: None) for s in seeds]
     items = [(i, ("check", s)) for i, s in enumerate(seeds)]
-    paused = []
-    batch = []
+    paused, batch, order = [], [], []
     for index, result, retire in worker.work_batch(state, items, progress):
         paused.append(not gc.isenabled())
         batch.append((result, retire))
-    assert batch == alone and all(paused) and gc.isenabled()
+        order.append(index)
+    assert batch == alone and order == list(range(len(seeds)))
+    assert all(paused) and gc.isenabled()
     want = 0 if source_of == "generator" else kinds(seeds).count("sample")
     assert sum(bool(r["divergences"]) for r, _ in alone) == want
     assert want or source_of == "generator"
