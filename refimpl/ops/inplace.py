@@ -4,9 +4,12 @@ under create_graph too (DOUBLE-2).
 `rebase_history` also makes a custom Function the history of an input it marked dirty (FUNC-11).
 
 An in-place op is its out-of-place twin followed by commit_inplace: check that the target may be
-modified (check_inplace, check_overlap), compute, write the result into the target's storage,
-bump the shared version counter once, and make the new node the target's history (through
-CopySlices for a view). zero_, fill_ and copy_ exist only in place.
+modified, compute, write the result into the target's storage, bump the shared version counter
+once, and make the new node the target's history (through CopySlices for a view). The checks
+run in torch's order, which decides the error of a write wrong in two ways (INPLACE-1,
+INPLACE-18, INFER-4): leaves and views (check_inplace), the memory written (check_expanded,
+check_overlap), the result's shape and dtype (check_result), an inference tensor last
+(refuse_inference). zero_, fill_ and copy_ exist only in place.
 """
 from __future__ import annotations
 
@@ -35,13 +38,9 @@ _inference = grad_mode.inference
 
 def check_inplace(t: Tensor, others=()) -> None:
     """torch's check_inplace: only when grad mode is on, outside inference mode, and something
-    involved requires grad; an inference tensor is refused outside inference mode whatever the
-    grad mode (INFER-4)."""
-    if _inference.value:
-        return
-    if t._vc is NO_VERSION:
-        raise errors.inference_inplace()  # INFER-4
-    if not _enabled[0]:
+    involved requires grad. It runs before every other check of a write (INPLACE-1); an
+    inference tensor is refused after all of them (refuse_inference)."""
+    if _inference.value or not _enabled[0]:
         return
     rg = t.requires_grad
     if not rg and not any(isinstance(o, Tensor) and o.requires_grad for o in others):
@@ -53,6 +52,25 @@ def check_inplace(t: Tensor, others=()) -> None:
         raise errors.view_of_leaf_inplace()  # INPLACE-2
     if rg and t._grad_fn is None:  # the stored field, as torch reads it here (not regenerated)
         raise errors.leaf_inplace()  # INPLACE-1
+
+
+def refuse_inference(t: Tensor) -> None:
+    """INFER-4: outside inference mode an inference tensor is not written, whatever the grad
+    mode; refused last, once the write's other checks passed (torch refuses it as it bumps the
+    version, after its kernel checked the operands: a write that is wrong in another way
+    raises that error)."""
+    if t._vc is NO_VERSION and not _inference.value:
+        raise errors.inference_inplace()
+
+
+def check_expanded(t: Tensor) -> None:
+    """INPLACE-18: a target with elements that are one memory location (a dimension of size
+    greater than 1 and stride 0) is refused, before the operands' shapes and dtypes are
+    checked (as torch's TensorIterator checks memory first); fill_ with a number and zero_
+    may write it."""
+    if t._data.size and any(s == 0 and n > 1 for n, s in
+                            zip(t._data.shape, t._be.strides(t._data), strict=True)):
+        raise errors.overlapping_write()
 
 
 def check_overlap(t: Tensor, other) -> None:
@@ -85,8 +103,8 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
     version, and make res's node t's history (or its base's, through CopySlices). The target
     keeps its shape: operands that broadcast it larger are refused, as torch's TensorIterator
     refuses an output of another shape, before anything is written."""
-    if not fill and res._data.shape != t._data.shape:
-        raise errors.broadcast_output(t._data.shape, res._data.shape)
+    check_result(t, res, fill)
+    refuse_inference(t)
     node = res._grad_fn
     if node is not None:
         for s in node.saved:
@@ -109,6 +127,15 @@ def commit_inplace(t: Tensor, res: Tensor, fill=False) -> Tensor:
         node.saved = tuple(s.packed_as(t) if isinstance(s, saved_hooks.PackLater) else s
                            for s in node.saved)     # pack gets t itself, as written (SAVED-1)
     return t
+
+
+def check_result(t: Tensor, res: Tensor, fill=False) -> None:
+    """The target keeps its shape and dtype: a result broadcast larger, or of a dtype category
+    the target cannot hold, is refused before anything is written."""
+    if not fill and res._data.shape != t._data.shape:
+        raise errors.broadcast_output(t._data.shape, res._data.shape)
+    if res._dtype.category > t._dtype.category:
+        raise errors.cast_inplace(res._dtype, t._dtype)
 
 
 def rebase_history(t: Tensor, node: Node) -> Tensor:
@@ -137,14 +164,9 @@ def rebase_history(t: Tensor, node: Node) -> Tensor:
 
 
 def write(t: Tensor, array, dtype, fill=False) -> None:
-    if dtype.category > t._dtype.category:
-        raise errors.cast_inplace(dtype, t._dtype)
     if array is t._data:  # copy_ from the very same memory: nothing to write (as torch)
         return
     be = t._be
-    if not fill and t._data.size and any(s == 0 and n > 1
-                        for n, s in zip(t._data.shape, be.strides(t._data), strict=True)):
-        raise errors.overlapping_write()  # INPLACE-18: expanded (fill_ and zero_ may write it)
     if dtype is not t._dtype:
         array = be.xp.astype(array, be.native[t._dtype])
     try:
@@ -189,8 +211,13 @@ def inplace(op):
     """The `_` variant of an out-of-place op: torch.Tensor.add_ from add, and so on."""
     def method(self, *args, **kwargs):
         check_inplace(self, args + tuple(kwargs.values()))
+        check_expanded(self)
         for other in args:
             check_overlap(self, other)
+        if self._vc is NO_VERSION and not _inference.value:   # refused once the op's own
+            with grad_mode.no_grad():                           # checks passed (INFER-4),
+                check_result(self, op(self, *args, **kwargs))   # recording nothing
+            refuse_inference(self)
         if saved_hooks.in_force():      # pack hooks get a copy of self's old value (SAVED-1)
             with saved_hooks.packing_original(self, clone):
                 return commit_inplace(self, op(self, *args, **kwargs))
@@ -234,13 +261,13 @@ def fill_(a, value):                        # FillBackward2 (scalar) / FillBackw
         check_inplace(a, (value,))
         if value._data.ndim:
             raise errors.fill_value_not_0d(value._data.ndim)
+        check_expanded(a)   # a number may fill an expanded tensor; a tensor value may not
         arr = xp.broadcast_to(xp.astype(value._data, a._be.native[a._dtype]), a._data.shape)
         out, _ = record(arr, a._be, "FillBackward3", _fill_tensor_bw, (a, value), xp)
     else:
         check_inplace(a)
         arr = xp.full(a._data.shape, value, dtype=a._be.native[a._dtype])
         out, _ = record(arr, a._be, "FillBackward2", _zeros_bw, (a,))
-    # a Python number may fill an expanded tensor; a tensor value may not (as torch)
     return commit_inplace(a, out, fill=not isinstance(value, Tensor))
 
 
@@ -251,13 +278,15 @@ def _fill_tensor_bw(node, g):
 def copy_(a, src):                          # CopyBackwards; saves: nothing
     # torch checks only a target of a differentiable dtype: an integer one takes cast values
     check_inplace(a, (src,) if a._dtype.is_floating_point else ())  # (INPLACE-10)
-    check_overlap(a, src)
     xp, be, arr = a._be.xp, a._be, src._data
     if src._dtype is not a._dtype:
         arr = xp.astype(arr, a._be.native[a._dtype])
     if arr.shape == a._data.shape and be.address(arr) == be.address(a._data) \
             and be.strides(arr) == be.strides(a._data):
         arr = a._data  # the same data: torch's copy_ returns early
+    else:
+        check_expanded(a)
+    check_overlap(a, src)
     if arr.shape != a._data.shape and (full := broadcast.shape_of(a._data.shape, arr.shape)) \
             != a._data.shape:
         raise errors.broadcast_output(a._data.shape, full)
@@ -279,6 +308,7 @@ def set_(a, src):                           # torch::autograd::NotImplemented; s
     if src._dtype is not a._dtype:
         raise errors.set_dtype(src._dtype, a._dtype)
     check_inplace(a, (src,))
+    refuse_inference(a)
     _, node = record(src._data, a._be, "torch::autograd::NotImplemented", _set_bw, (a, src))
     if node is not None:
         node.seq = float("inf")     # runs as soon as it is ready, as an accumulator (HOOK-14)
