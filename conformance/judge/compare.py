@@ -60,7 +60,7 @@ from .problems import INTERNAL, not_judged  # noqa: F401 - named from here too
 from .rule import EPS, TOLERANCES, ULPS, close  # noqa: F401 - the rule, named where it is used
 from .segments import UNIT
 from .structure import structural, structure_only
-from .unspecified import Unspecified, compared_warnings
+from .unspecified import Unspecified, compared_warnings, error_kind_open
 from .verdict import attribute
 
 if TYPE_CHECKING:
@@ -250,7 +250,8 @@ def compare(program: Program, oracle: Trace, engine: Trace, relief: Relief | Non
         if open_items and not kind.sweeps or unspec.stale_views.registers_on_stale(s, kind):
             unspec.update(s, kind, o, e)
             continue
-        if not open_items and (ost != est or o.error != e.error):   # a sweep with open
+        if not open_items and (ost != est or o.error != e.error) and \
+                not error_kind_open(o, e):                          # a sweep with open
             diverge(o, "outcome", outcome(o), outcome(e))   # items: item by item (hides)
         elif not open_items and compared_warnings(o) != compared_warnings(e):
             diverge(o, "warnings", ", ".join(compared_warnings(o)) or "none",

@@ -137,6 +137,8 @@ class _Run:
             ev.warnings = [k for k in (self.e.classify_warning(w.message, w.category)
                                        for w in caught[start:]) if k]
             del caught[start:]
+        if ev.error in ("INFERENCE_SAVED", OTHER):
+            self._probe(self._inference_operand, s, kind, ev)
         if ev.status == "ok":
             if kind.writes and s.target in env:
                 self._probe(self._written, s, kind, ev)
@@ -183,6 +185,14 @@ class _Run:
             return
         if target != source:
             ev.inference_swapped = True
+
+    def _inference_operand(self, s: Stmt, kind: Any, ev: Event) -> None:
+        """Record that a statement that raised INFERENCE_SAVED or an error of no kind read an
+        inference tensor: which of the two a recorded op that would save it raises, where its
+        operands do not fit, is open (UNSPEC-10). Asked only of such a failed statement."""
+        e, env = self.e, self.env
+        if any(e.is_inference(env[n]) for n in kind.refs(s) if n in env):
+            ev.inference_operand = True
 
     def _integral_seed(self, pairs: list[tuple[str, str]], ev: Event) -> None:
         """Record that a pass is handed an integer or bool gradient for a root that is a leaf

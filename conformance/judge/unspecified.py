@@ -4,9 +4,9 @@ are compared (conformance/judge/compare.py).
 The comparator asks each statement's kind what it does to these open points (the "open points"
 of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
 depends on the state a statement left (the Event flags the executor records: integral_seed,
-inference_swapped, integral_requires_grad, unrecorded, overlapping_write), the oracle's flags
-decide: the state behind each is itself specified, so an engine's own flag is a claim under
-test, never a reason to compare less.
+inference_swapped, integral_requires_grad, unrecorded, overlapping_write, inference_operand),
+the oracle's flags decide: the state behind each is itself specified, so an engine's own flag
+is a claim under test, never a reason to compare less.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import itertools
 from typing import Any
 
 from ..lang.program import Stmt
+from ..lang.trace import OTHER, Event
 from ..lang.trace import Event
 from .grad_modes import GradModes
 from .stale_views import StaleViews
@@ -24,6 +25,15 @@ def compared_warnings(ev: Event) -> list[str]:
     gives once per process unless torch.set_warn_always(True) (UNSPEC-9), where a program
     cannot know whether it is its process's first (a campaign's worker runs many)."""
     return [w for w in ev.warnings if w != "CREATE_GRAPH_CYCLE"]
+
+
+def error_kind_open(o: Event, e: Event) -> bool:
+    """Whether which error a statement raised is open, though that it raised is compared: a
+    statement that read an inference tensor, where one side raised INFERENCE_SAVED and the other
+    an error of no kind (UNSPEC-10: a recorded op that would save an inference tensor, with
+    operands that do not fit, may raise either). The oracle's flag decides."""
+    return bool(o.inference_operand) and o.status == e.status == "error" and \
+        {o.error, e.error} == {"INFERENCE_SAVED", OTHER}
 
 
 class Unspecified:

@@ -61,12 +61,14 @@ class Event:
     #                                     one that is not (the comparator: UNSPEC-10)
     integral_seed: bool | None = None   # True: a pass handed an integer or bool gradient
     #                                     to a leaf root whose grad_dtype is None (UNSPEC-16)
+    inference_operand: bool | None = None  # True: a statement that raised INFERENCE_SAVED or
+    #                                     an error of no kind read an inference tensor (UNSPEC-10)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
                   "integral_requires_grad", "unrecorded", "integral_seed",
-                  "inference_swapped", "overlapping_write"):
+                  "inference_swapped", "overlapping_write", "inference_operand"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

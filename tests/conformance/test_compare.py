@@ -626,6 +626,52 @@ def test_an_inference_tensor_after_a_refused_write_is_unspecified(torch_engine):
     assert [d.path for d in compare(p, o, e)] == ["7"]
 
 
+
+def _saving_an_inference_tensor(fn: str, b_shape: list[int], x_rg: bool = True) -> Program:
+    """x (requires grad) `fn` a, an inference tensor of shape b_shape, then x's value."""
+    n = 1
+    for d in b_shape:
+        n *= d
+    return Program([
+        leaf("x", [1.0, 2.0], [2], rg=x_rg),
+        S("mode", params={"mode": "inference_mode"},
+          body=[leaf("a", [3.0] * n, b_shape, rg=False)]),
+        S("call", out="y", args=["x", "a"], params={"fn": fn, "kw": {}}),
+        obs("x", "value")])
+
+
+@pytest.mark.clause("UNSPEC-10", "INFER-5")
+@pytest.mark.parametrize("fn", ["mul", "div", "matmul"])
+def test_saving_an_inference_tensor_that_does_not_fit_raises_either_error(fn, torch_engine):
+    """UNSPEC-10: torch 2.13 raises INFERENCE_SAVED for x * a with a of another shape, refimpl
+    its shape error (of no kind): that it raised is compared, not which; the oracle's flag
+    decides, and another error kind on either side still diverges."""
+    p = _saving_an_inference_tensor(fn, [3])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert (o.by_path()["2"].error, e.by_path()["2"].error) == ("INFERENCE_SAVED", "OTHER")
+    assert o.by_path()["2"].inference_operand is True
+    assert compare(p, o, e) == []
+    unflagged = copy.deepcopy(o)
+    unflagged.by_path()["2"].inference_operand = None
+    assert [d.path for d in compare(p, unflagged, e)] == ["2"]
+    other = copy.deepcopy(e)
+    other.by_path()["2"].error = "LEAF_INPLACE"
+    assert [d.path for d in compare(p, o, other)] == ["2"]
+    passed = copy.deepcopy(e)
+    passed.by_path()["2"].status, passed.by_path()["2"].error = "ok", None
+    assert "2" in [d.path for d in compare(p, o, passed)]
+
+
+def test_an_error_of_no_kind_without_an_inference_operand_is_not_flagged(torch_engine):
+    """x * a with shapes that do not fit and no inference tensor: no flag, compared as ever."""
+    p = Program([leaf("x", [1.0, 2.0], [2]), leaf("a", [3.0, 3.0, 3.0], [3], rg=False),
+                 S("call", out="y", args=["x", "a"], params={"fn": "mul", "kw": {}})])
+    o = execute(p, torch_engine)
+    assert (o.by_path()["2"].error, o.by_path()["2"].inference_operand) == ("OTHER", None)
+    other = copy.deepcopy(o)
+    other.by_path()["2"].error = "INFERENCE_SAVED"
+    assert [d.path for d in compare(p, o, other)] == ["2"]
+
 # ---- GRAD-3, UNSPEC-1, UNSPEC-16: a .grad bound to a name ----------------------------------
 def _bound_grad(*middle: S) -> Program:
     """x's first .grad bound to h, then `middle`, then h's value (the last path) observed."""
