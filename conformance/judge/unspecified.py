@@ -15,7 +15,6 @@ from typing import Any
 
 from ..lang.program import Stmt
 from ..lang.trace import OTHER, Event
-from ..lang.trace import Event
 from .grad_modes import GradModes
 from .stale_views import StaleViews
 
