@@ -17,6 +17,8 @@ def inplace_ok(t: T, grad_enabled: bool) -> bool:
         return False
     if t.retains and t.output_nr:   # torch 2.13 fails an internal assert (docs/findings.md,
         return False                # torch-4): never drawn
+    if t.base is not None and t.base.retains and t.base.output_nr:
+        return False                # through a view of one: torch-4 again, a crash at backward
     if grad_enabled and (t.nograd_view or (t.leaf and t.rg) or leaf_rg_view(t)):
         return False
     return True
