@@ -242,53 +242,61 @@ def _drawn(opt: dict[str, Any], seed: int) -> Program | dict[str, Any]:
 
 def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[str, Any]]],
                progress: Progress) -> Iterator[tuple[int, dict[str, Any], bool]]:
-    """("check", seed) tasks `items` (index, payload) run as one batch: every program drawn
-    and run on the oracle, then each run on the engine and judged; yields (index, result,
-    whether the worker must retire) as each is judged, and stops after one that retires it
-    (the pool runs the rest elsewhere). The same results as `work` gives each task.
+    """("check", seed) tasks `items` (index, payload) run as one batch: every program drawn,
+    then every one run on the oracle, then each run on the engine and judged; yields (index,
+    result, whether the worker must retire) as each is judged, and stops after one that
+    retires it (the pool runs the rest elsewhere). The same results as `work` gives each task.
 
-    Why a batch: each engine then runs programs back to back, and the generator runs apart
-    from both, instead of the three taking turns on the core at every program, which costs
-    what they evict of each other's caches; and the collector is paused while the batch's
-    programs and traces are alive, since each collection it triggered would traverse them
-    with everything torch and numpy keep alive (benchmarks/README.md measures both).
-    A program's time limit counts its own drawing and runs (Progress.resume)."""
+    Why a batch: the generator, the oracle and the engine each run programs back to back,
+    instead of the three taking turns on the core at every program, which costs what they
+    evict of each other's caches; and the collector is paused while the batch's programs and
+    traces are alive, since each collection it triggered would traverse them with everything
+    torch and numpy keep alive (benchmarks/README.md measures both). A program's time limit
+    counts its own drawing and runs (Progress.resume). A run that leaves an engine's grad mode
+    where it cannot be reset (the worker must retire) ends the oracle's runs there: that
+    program is judged, the others of the batch run elsewhere."""
     runs, opt = state
     paused = gc.isenabled()
     gc.disable()
     try:
-        drawn: list[tuple[int, Any, Any, float]] = []   # index, program, oracle's run, time
+        drawn: list[list[Any]] = []     # [index, program or its result, time used, oracle's run]
         for index, (_, seed) in items:
             progress.begin(index)
             start = time.monotonic()
-            program = _drawn(opt, seed)
+            drawn.append([index, _drawn(opt, seed), time.monotonic() - start, None])
+        for entry in drawn:
+            index, program, used, _ = entry
             if isinstance(program, dict):
-                drawn.append((index, program, None, 0.0))
                 continue
-            try:
-                oracle = runs.run(program, runs.oracle, ORACLE)
-            except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
-                import traceback
-                oracle = {"clauses": [], "internal": traceback.format_exc()}
-            drawn.append((index, program, oracle, time.monotonic() - start))
+            progress.resume(index, used)
+            start = time.monotonic()
+            entry[3] = _guarded(lambda p=program: runs.run(p, runs.oracle, ORACLE))
+            entry[2] = used + time.monotonic() - start
             if runs.dirty:
+                drawn = [entry]
                 break
-        for index, program, oracle, used in drawn:
+        for index, program, used, oracle in drawn:
             if isinstance(program, dict) or isinstance(oracle, dict):
                 yield index, program if isinstance(program, dict) else oracle, runs.dirty
                 continue
             progress.resume(index, used)
-            try:
-                result = judged_result(runs, program, *runs.against(program, *oracle))
-            except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
-                import traceback
-                result = {"clauses": [], "internal": traceback.format_exc()}
+            result = _guarded(lambda p=program, o=oracle: judged_result(
+                runs, p, *runs.against(p, *o)))
             yield index, result, runs.dirty
             if runs.dirty:
                 return
     finally:
         if paused:
             gc.enable()
+
+
+def _guarded(f: Callable[[], Any]) -> Any:
+    """f(), or the result of a program on which gradspec failed (its traceback)."""
+    try:
+        return f()
+    except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
+        import traceback
+        return {"clauses": [], "internal": traceback.format_exc()}
 
 
 def failure(partial: dict[str, Any] | None, what: str, detail: str, who: str, path: str

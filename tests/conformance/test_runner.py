@@ -267,3 +267,29 @@ def test_a_batch_judges_each_program_as_it_is_judged_alone(source_of):
     want = 0 if source_of == "generator" else kinds(seeds).count("sample")
     assert sum(bool(r["divergences"]) for r, _ in alone) == want
     assert want or source_of == "generator"
+
+
+def test_a_batch_whose_oracle_cannot_be_reset_judges_that_program_alone():
+    """A run after which an engine's grad mode cannot be reset makes the worker retire: the
+    program whose oracle's run did that is judged (as one alone would be), and the others of
+    the batch are left to the pool, which runs them in another worker."""
+    from conformance.campaign import worker
+    from conformance.campaign.runner import default_source
+    from conformance.engines import load_engine
+
+    class Stuck(worker.Runs):
+        def run(self, program, engine, who):
+            out = super().run(program, engine, who)
+            if who == ORACLE and program.seed == seeds[2]:
+                self.dirty = True
+            return out
+    engine, oracle = load_engine("refimpl"), load_engine("torch")
+    caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
+    progress = Progress(mp.get_context())
+    state = (Stuck(engine, oracle, progress), {"source": default_source, "caps": caps,
+                                                "size": 8, "shrink_seconds": 5.0})
+    seeds = program_seeds(5, 5)
+    out = list(worker.work_batch(state, [(i, ("check", s)) for i, s in enumerate(seeds)],
+                                 progress))
+    assert [(index, retire) for index, _, retire in out] == [(2, True)]
+    assert out[0][1]["divergences"] == [] and out[0][1]["clauses"]
