@@ -156,8 +156,8 @@ WARM = 20       # programs of the campaign run whose cost is taken as its fixed 
 
 def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
     """The full loop as gradspec run's workers make it (campaign/worker.py, work_batch): over
-    batches of k programs, generate k, run them all on the oracle, then on the engine, then
-    compare, the collector paused for each batch; its number of divergences. Each engine
+    batches of k programs, generate k, run them all on the oracle, then each on the engine
+    and compare, the collector paused for each batch; its number of divergences. Each engine
     then runs programs back to back, as in the floor, instead of in turn with the other
     engine and the generator."""
     n = 0
@@ -166,9 +166,9 @@ def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
         try:
             ps = [program_for_seed(s, caps, size) for s in seeds[i:i + k]]
             ours = [execute(p, oracle) for p in ps]
-            theirs = [execute(p, engine) for p in ps]
-            n += sum(len(compare(p, a, b)) for p, a, b in zip(ps, ours, theirs, strict=True))
-            del ps, ours, theirs
+            for p, o in zip(ps, ours, strict=True):
+                n += len(compare(p, o, execute(p, engine)))
+            del ps, ours
         finally:
             gc.enable()
     return n
