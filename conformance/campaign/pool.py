@@ -58,6 +58,10 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
            ) -> None:
     """A worker's life: `state = setup(progress, *setup_args)`, then for each task
     `work(state, payload, progress, keep)` -> (result, retire); `keep(partial)` sends a result
+    to keep should the rest of the task crash or hang. A setup that raises ends the pool (a
+    'fatal' message); a task whose work raises (only a BaseException escapes worker.work: an
+    engine's KeyboardInterrupt or SystemExit) is a crash of it (a 'crash' message) and ends
+    this worker."""
     to keep should the rest of the task crash or hang; for each batch of tasks (a list),
     `work_batch(state, tasks, progress)` -> (index, result, retire) as each is done. A setup
     that raises ends the pool (a 'fatal' message)."""
@@ -67,7 +71,7 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
     _one_torch_thread()
     try:
         state = setup(progress, *setup_args)
-    except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
         conn.send(("fatal", -1, f"{exc}"))
         return
     _one_torch_thread()
@@ -89,8 +93,18 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
         index, payload = task
         progress.begin(index)
         conn.send(("begin", index, None))
-        result, retire = work(state, payload, progress,
-                              lambda partial, i=index: conn.send(("keep", i, partial)))
+        try:
+            result, retire = work(state, payload, progress,
+                                  lambda partial, i=index: conn.send(("keep", i, partial)))
+        except BaseException as exc:  # noqa: BLE001 - an engine's KeyboardInterrupt, SystemExit
+            # work() turns every Exception into a result; what escapes it is a BaseException
+            # an engine raised, which may have left the process half-way: a crash of the task
+            # (the parent replaces this worker), told in one line rather than a traceback
+            first = (str(exc).strip().splitlines() or [""])[0]
+            with contextlib.suppress(OSError):
+                conn.send(("crash", index, f"raised {type(exc).__name__}"
+                                           f"{f': {first}' if first else ''}"))
+            return
         conn.send(("done", index, (result, retire)))
         if retire:
             return
@@ -287,6 +301,11 @@ class Pool:
             return False
         if kind == "fatal":
             raise PoolError(payload)
+        if kind == "crash":     # the task raised a BaseException: the worker has ended
+            slot.proc.join(timeout=5)
+            who, path = slot.progress.where()
+            self._done(slot, self.failure(task, "crash", payload, who, path), finish, queue)
+            return False
         if kind == "begin":
             slot.deadline = time.monotonic() + slot.tasks[0].seconds
         elif kind == "keep":

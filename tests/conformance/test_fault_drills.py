@@ -187,6 +187,27 @@ def test_a_crash_that_does_not_come_back_is_reported_as_first_found(tmp_path):
     assert settled(os.getpid()) == []
 
 
+def test_an_engine_raising_keyboard_interrupt_is_a_crash_told_without_a_traceback(tmp_path):
+    """KeyboardInterrupt is a BaseException, not an Exception: raised by an engine's method in
+    a worker, it is that engine's crash at the statement running, like an abort, and the
+    worker's end prints nothing (multiprocessing would print its traceback)."""
+    proc = gradspec("run", "--engine", f"{ENGINES}.interrupts:factory", "--source",
+                    f"{HERE}:source", "--count", "6", "-n", "2", "--no-probe", "--quiet",
+                    "--out", str(tmp_path / "out"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.strip().splitlines() == [
+        "gradspec: could not judge: 2 crash(es) and 0 timeout(s) in 6 programs, more than "
+        "1.0% (--max-unjudged)"]
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    died = [i for i, k in enumerate(kinds(6)) if k == 1]
+    assert [d["index"] for d in data["crashes"]] == died and data["divergences"] == []
+    for d in data["crashes"]:
+        assert d["path"] == BACKWARD and d["primary"] == ["GRAPH-2"]
+        assert f"engine: raised KeyboardInterrupt at statement {BACKWARD}" in d["first"]
+
+
 def test_a_few_crashes_fail_the_run_without_making_it_unjudged(tmp_path):
     report = campaign(tmp_path, "aborts", count=3, max_unjudged=1.0)
     assert report.crashes and report.unjudged() is None and report.exit_code == 1
