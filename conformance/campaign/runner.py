@@ -176,15 +176,14 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     stop = StopAfter(maxfail, fails_run(claims, too_new, xf)) if maxfail else None
     start = time.monotonic()
     try:
-        if probe:
-            # all of them (a declared one may fail too), in a worker: a probe may crash it
-            report.capability_checks = probe_isolated(engine_spec, oracle_spec, device,
-                                                      timeout, probe_names(engine))
         seeds = program_seeds(seed, count)
         run = functools.partial(_run_part, engine_spec, oracle_spec, device, size, caps, jobs,
                                 timeout, source, shrink, progress, frozenset(claims), scheduler,
                                 stop)
-        results, report.complete = run(seeds, None)
+        if probe and not _probed(report, engine, engine_spec, oracle_spec, device, timeout):
+            results, report.complete = [None] * len(seeds), False
+        else:
+            results, report.complete = run(seeds, None)
         if per_clause > 0 and report.complete and not (stop and stop.stopped):
             further = program_seeds(seed, count + SCAN)[count:]
             seeds, results, report.complete, report.coverage = campaign_top_up(
@@ -201,6 +200,19 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     if not report.complete:
         raise CampaignInterrupted(report)
     return report       # (an interrupt held while it was written: the run ends with its verdict)
+
+
+def _probed(report: Report, engine, engine_spec: str, oracle_spec: str, device: str,
+            timeout: float) -> bool:
+    """Probe the capabilities into the report: all of them (a declared one may fail too), in
+    a worker, since a probe may crash it. False when Ctrl-C stopped the probes: no program has
+    run, and the run ends interrupted, with its partial report, as it does later on."""
+    try:
+        report.capability_checks = probe_isolated(engine_spec, oracle_spec, device, timeout,
+                                                  probe_names(engine))
+    except KeyboardInterrupt:
+        return False
+    return True
 
 
 def _write(report: Report, staging: Staging, eligible: Any, per_clause: int,

@@ -52,3 +52,28 @@ def held() -> Iterator[Callable[[], bool]]:
         yield lambda: bool(got)
     finally:
         restore()
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in the calling thread while the block starts processes, which inherit the
+    mask: a Ctrl-C (sent to the whole process group) that reaches a child before it ignores
+    SIGINT stays pending there and is dropped when it does (sigint_unblocked), instead of
+    ending it with a traceback (a forkserver imports its preload first, for seconds). Here it
+    waits until the block ends and then interrupts as ever. multiprocessing starts its
+    resource tracker the same way (bpo-33613)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def sigint_unblocked() -> None:
+    """In a child started under sigint_blocked, once it ignores SIGINT: the mask lifted (a
+    Ctrl-C pending meanwhile was dropped when it was ignored)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -350,6 +350,36 @@ def test_ctrl_c_writes_a_partial_report_and_keeps_earlier_results(tmp_path):
     assert settled(proc.pid, 10) == []
 
 
+def test_ctrl_c_while_the_forkserver_starts_is_a_clean_interrupt(tmp_path):
+    """A Ctrl-C while the forkserver still imports its preload (torch: seconds) ends the run
+    as a later one does: one line naming the partial report, exit 130, no traceback of the
+    forkserver's import (it gets the Ctrl-C too, a terminal sends it to the whole group)."""
+    mark = tmp_path / "preloading"
+    code = ("import sys; from conformance.campaign import pool; pool.PRELOAD = [*pool.PRELOAD, "
+            f"'{ENGINES}.slow_preload']; from conformance.cli import main; sys.exit(main())")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "run", "--engine", "torch", "--count", "3", "--quiet",
+         "--out", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "GRADSPEC_START_METHOD": "forkserver",
+             "GRADSPEC_TEST_PRELOADING": str(mark)})
+    end = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < end:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    time.sleep(0.5)             # the forkserver ends once its parent is gone
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradspec: interrupted after 0 of 3 "
+                                                   "programs; incomplete report in"), stderr
+    partial = Path(lines[0].split(" in ", 1)[1].split(" (", 1)[0])
+    assert json.loads(partial.read_text())["complete"] is False
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
 def test_an_unwritable_out_is_refused_before_the_campaign(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
