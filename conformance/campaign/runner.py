@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engines import EngineError, capabilities_of, load_engine
+from ..engines import EngineError, capabilities_of, every_engine_name, load_engine
 from ..generate import NOT_GENERATED, program_for_seed
 from ..judge.probes import probe_names
 from ..judge.problems import group
-from ..judge.xfail import Xfail
+from ..judge.xfail import Xfail, unusable
 from ..judge.xfail import stale as stale_xfails
 from ..lang.program import Program
 from ..reports.classes import apply_classes, engine_claim
@@ -166,6 +166,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     caps = combine(capabilities_of(engine), capabilities_of(oracle))
     claims = engine_claim(engine, classes)
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
+    unused = unusable(xfails or [], {*every_engine_name(), engine_spec, engine.name})
     spec = load_spec()
     staging = Staging(out_dir)      # fails now, not after the run, if OUT cannot be written
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
@@ -192,7 +193,7 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
                        claims)
         report.stopped = bool(stop and stop.stopped)
         with signals.held():        # every result is in: a first interrupt loses nothing now
-            _collect(report, spec, ctx, seeds, results, xf)
+            _collect(report, spec, ctx, seeds, results, xf, unused)
             _write(report, staging, eligible(caps), per_clause, time.monotonic() - start)
     except BaseException:
         staging.discard()
@@ -252,8 +253,11 @@ def _run_part(engine_spec: str, oracle_spec: str, device: str, size: int, caps: 
 
 
 def _collect(report: Report, spec, ctx: Context, seeds: list[int],
-             results: list[dict[str, Any] | None], xf: list[Xfail]) -> None:
-    """Fill the report from the results of the programs run (None: not run, interrupted)."""
+             results: list[dict[str, Any] | None], xf: list[Xfail],
+             unused: list[dict[str, Any]]) -> None:
+    """Fill the report from the results of the programs run (None: not run, interrupted).
+    `xf`: the expected failures for this engine; `unused`: the entries stale in any
+    campaign (xfail.unusable)."""
     exercised: dict[str, int] = {}
     tallies: dict[str, dict[str, int]] = {"divergences": {}, "crashes": {}, "timeouts": {},
                                           "not_applicable": {}}
@@ -282,12 +286,12 @@ def _collect(report: Report, spec, ctx: Context, seeds: list[int],
             tallies[column][cid] = tallies[column].get(cid, 0) + 1
     report.clauses = rows = clause_rows(spec, ctx.caps, exercised, tallies["divergences"],
                                         tallies["crashes"], tallies["timeouts"])
-    _sort(report, spec, rows, entries, xf, seeds)
+    _sort(report, spec, rows, entries, xf, seeds, unused)
     report.groups = group(report.divergences)
 
 
 def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
-          xf: list[Xfail], seeds: list[int]) -> None:
+          xf: list[Xfail], seeds: list[int], unused: list[dict[str, Any]]) -> None:
     """Divergences into failing, expected and not applicable (the primary clause is newer than
     the oracle); clause statuses; stale xfails. A clause's `requires` never excuses a
     divergence: it names what the clause's examples need, and a statement drawn for the
@@ -314,8 +318,10 @@ def _sort(report: Report, spec, rows: dict[str, dict[str, Any]], entries: list[d
     diverged = {e["program_seed"] for e in entries}
     if report.stopped:      # the programs not run might have been the ones an entry expects
         return
-    report.stale_xfails = stale_xfails(xf, set(spec.clauses), rows,
-                                       {s: s in diverged for s in seeds}, used)
+    told = {x["line"] for x in unused}
+    report.stale_xfails = sorted(unused + stale_xfails(
+        [x for x in xf if x.line not in told], set(spec.clauses), rows,
+        {s: s in diverged for s in seeds}, used), key=lambda x: x["line"])
 
 
 def _relocate(report: Report, staging: Staging) -> None:

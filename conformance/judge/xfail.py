@@ -24,10 +24,12 @@ ID is one of
 - a conformance class (`class:diagnostics`, spec/README.md): programs whose first divergence
   is of that class (an engine that claims the class, but is known to fail it for now);
 - a generated program's seed (`seed:N`, the `program_seed` of report.json);
-- a pytest node ID (anything with `::`; for pytest runs, ignored by `gradspec run`).
-`@ENGINE` limits the entry to engines of those names (as given to --engine); without it, it
-holds for every engine. REASON is required: say why, with a link to the upstream issue where
-there is one. Blank lines and lines starting with `#` are ignored.
+- a pytest node ID (anything with `::`; for pytest runs: `gradspec run` reports it stale).
+`@ENGINE` limits the entry to engines of those names (as given to --engine, or the adapter's
+own name); without it, it holds for every engine. A name gradspec does not know (no built-in,
+entry point or engine of the run; an import path is taken as known) makes the entry stale.
+REASON is required: say why, with a link to the upstream issue where there is one. Blank
+lines and lines starting with `#` are ignored.
 
 One matcher serves `gradspec run` (conformance/campaign/runner.py) and the pytest plugin alike
 (`match`, `expects`). A program is judged by its first divergence, the one the rest follow
@@ -40,10 +42,11 @@ the tests it names xfail: the test itself, and every parametrization of it
 (`Xfail.matches_test`).
 
 An entry is stale when it matches nothing (no such clause in the spec; a seed no program of the
-run has; a node ID no collected test has, in a test file the run collected or that does not
-exist), or when what it names now passes (the clause was exercised without divergence; every
-clause of the error kind was, without a divergence it matched; the program ran clean; every
-test it names that ran passed). Stale entries are reported (`stale`, `stale_tests`); a clause
+run has; an engine gradspec does not know; a node ID no collected test has, in a test file the
+run collected or that does not exist, or any node ID in a campaign: `unusable`), or when what
+it names now passes (the clause was exercised without divergence; every clause of the error
+kind was, without a divergence it matched; the program ran clean; every test it names that ran
+passed). Stale entries are reported (`stale`, `stale_tests`); a clause
 the run did not exercise, a signature or class no program had (the run cannot tell whether it
 still happens), or a test file it did not collect, is neither confirmed nor stale. A line that
 cannot be read is a one-line error (exit code 2), and so is an entry naming a clause, an error
@@ -52,7 +55,7 @@ kind or a class the spec does not have.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -261,6 +264,28 @@ def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[st
     return out
 
 
+def unusable(entries: list[Xfail], known_engines: Collection[str]) -> list[dict[str, Any]]:
+    """The entries a campaign (`gradspec run`, a matrix column) reports stale whatever it ran,
+    each with why: a pytest node ID, which marks tests under pytest's --gradspec-xfail and never
+    a program, and an entry whose @ENGINE names an engine gradspec does not know (a typo,
+    `@padle`, would otherwise excuse nothing and never be told). `known_engines`: the built-in
+    and entry-point names and the run's engine, as given and as its adapter names itself; an
+    import path (`pkg.module:factory`) is taken as known, it cannot be checked unimported."""
+    out = []
+    for x in entries:
+        unknown = [e for e in x.engines if e not in known_engines and ":" not in e]
+        if x.kind == "test":
+            why = ("matches nothing in a campaign: a pytest node ID marks tests under pytest's "
+                   "--gradspec-xfail only")
+        elif unknown:
+            why = (f"{', '.join(unknown)}: gradspec knows no engine of that name (`gradspec "
+                   f"engines` lists those it knows)")
+        else:
+            continue
+        out.append({**x.to_json(), "stale": why})
+    return out
+
+
 def _stale_kind(x: Xfail, rows: dict[str, dict[str, Any]], used: set[int]) -> str | None:
     """An error-kind entry now passes when every clause of its kind was exercised, none
     diverged, and it matched nothing."""
@@ -326,4 +351,4 @@ def stale_items(entries: list[Xfail], outcomes: Mapping[str, str],
 
 
 __all__ = ["Xfail", "XfailError", "attributed", "expects", "for_engine", "load", "marked_tests",
-           "match", "parse", "stale", "stale_items", "stale_tests"]
+           "match", "parse", "stale", "stale_items", "stale_tests", "unusable"]

@@ -126,12 +126,48 @@ def test_expected_failures_do_not_fail_the_run_and_stale_ones_are_reported(tmp_p
     assert report.expected_failures[0]["xfail"]["id"] == "INPLACE-1"
     assert report.clauses["INPLACE-1"]["status"] == "xfail"
     stale = {x["id"]: x["stale"] for x in report.stale_xfails}
-    assert sorted(stale) == sorted(["GRAPH-2", NOWHERE, "seed:12345"])
+    node = "tests/conformance/test_x.py::test_y[3]"
+    assert sorted(stale) == sorted(["GRAPH-2", NOWHERE, "seed:12345", node])
     assert stale["GRAPH-2"].startswith("now passes")
     assert stale[NOWHERE] == "matches nothing: no such clause in the spec"
     assert stale["seed:12345"].startswith("matches nothing")
+    assert stale[node].startswith("matches nothing in a campaign: a pytest node ID")
     data = json.loads((tmp_path / "report.json").read_text())
-    assert len(data["expected_failures"]) == len(sample) and len(data["stale_xfails"]) == 3
+    assert len(data["expected_failures"]) == len(sample) and len(data["stale_xfails"]) == 4
+
+
+ENGINE_NAMES = f"""\
+GRAPH-2  @padle  a typo of paddle: never applies
+HOOK-1  @paddle  another engine, a built-in: not this run's, not stale
+LEAF-5  @torch,padle  one name of two misspelt
+seed:12345  @{MOD}:no_leaf_check  an engine given by import path, this one
+seed:54321  @pkg.module:factory  an import path: cannot be checked unimported
+tests/conformance/test_x.py::test_y  a pytest node ID: marks tests under pytest only
+"""
+
+
+def test_a_campaign_reports_unknown_engines_and_node_ids_as_stale(tmp_path, capsys):
+    """An entry naming an engine gradspec does not know would excuse nothing, ever, and a
+    node ID marks pytest tests only: a campaign says both are stale, in file order, whatever
+    engine it runs (`gradspec run` and each matrix column)."""
+    f = tmp_path / "xfail.txt"
+    f.write_text(ENGINE_NAMES)
+    code = main(["run", "--engine", "torch", "--source", "tests.conformance.test_executor:"
+                 "source", "--count", "2", "--quiet", "--no-probe", "--xfail", str(f),
+                 "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert code == 0
+    told = [ln.strip() for ln in out.splitlines() if "stale expected failure" in ln]
+    assert told == [
+        "stale expected failure, line 1: GRAPH-2: padle: gradspec knows no engine of that "
+        "name (`gradspec engines` lists those it knows)",
+        "stale expected failure, line 3: LEAF-5: padle: gradspec knows no engine of that "
+        "name (`gradspec engines` lists those it knows)",
+        "stale expected failure, line 6: tests/conformance/test_x.py::test_y: matches "
+        "nothing in a campaign: a pytest node ID marks tests under pytest's "
+        "--gradspec-xfail only"]
+    data = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert [x["line"] for x in data["stale_xfails"]] == [1, 3, 6]
 
 
 def test_seed_entries_and_programs_that_now_pass(tmp_path):
