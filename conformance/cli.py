@@ -272,18 +272,12 @@ def _configure_matrix(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from .campaign.matrix import run_matrix
-    from .engines import EngineError, builtin_names, every_engine_name
-    names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    every = names == ["all"]
-    if every:
-        names = every_engine_name()
-    elif "all" in names:
-        raise UsageError("--engines all names every engine: give it alone")
-    if not names:
-        raise UsageError("--engines names no engine")
-    if len(set(names)) != len(names):
-        raise UsageError("--engines names an engine twice")
+    from .campaign.matrix import EnginesError, named_engines, run_matrix
+    from .engines import EngineError, builtin_names
+    try:
+        names, every = named_engines(args.engines)     # each checked: nothing runs before
+    except EnginesError as exc:
+        raise UsageError(str(exc)) from None
     xfails = _load_xfails(args.xfail)
     try:
         columns = run_matrix(names, args.oracle, args.out, count=args.count, seed=args.seed,

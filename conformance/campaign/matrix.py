@@ -19,12 +19,14 @@ xfail, of the first expected failure on the clause; for pass, a program that exe
 (OUT/<engine>/programs/..., replayable with `gradspec replay`). Every clause links to its text
 (spec/<file>.md#<id>). Each column says which conformance classes the engine claims, and per
 class its divergent programs and distinct problems (reports/classes.py); a clause of a class it
-does not claim is n/a. An engine that cannot load gets a column of n/a with the reason. The
+does not claim is n/a. Every engine named must name one (`named_engines`: a mistyped name is
+refused before anything runs); one that then cannot load gets a column of n/a with the reason.
+The
 exit code is 0 when the matrix is written and every column judged: divergences are its content
 (`gradspec run` is the pass/fail gate); 3 when it is written but some column could not be
 judged (an engine named that cannot load, except, under `--engines all`, a built-in whose
 package is not installed; or a campaign that could not judge, as `gradspec run`'s exit 3); 2
-for bad usage.
+for bad usage, a name that is no engine among it.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..engines import EngineError, load_engine
+from ..engines import EngineError, check_name, every_engine_name, load_engine
 from ..judge.executor import execute
 from ..judge.xfail import Xfail
 from ..reports.classes import class_counts
@@ -43,6 +45,34 @@ from ..reports.render import render, render_replay
 from ..reports.report import safe_name
 from ..spec.reader import load_spec, spec_dir
 from .runner import ProgramSource, default_source, program_seeds, run_campaign
+
+
+class EnginesError(ValueError):
+    """`--engines` names no engine, one twice, `all` beside others, or one that is no engine
+    (campaign/matrix.py, named_engines); the message is one line."""
+
+
+def named_engines(text: str) -> tuple[list[str], bool]:
+    """The engines of `--engines TEXT` (comma-separated, or `all`: every built-in and
+    entry-point engine) and whether it was `all`. Each name is checked before anything runs
+    (engines.check_name): a mistyped one is an EnginesError, not a column of n/a after the
+    others ran. An engine that is named right but does not load (its package is not
+    installed) is still a column of n/a."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return every_engine_name(), True
+    if "all" in names:
+        raise EnginesError("--engines all names every engine: give it alone")
+    if not names:
+        raise EnginesError("--engines names no engine")
+    if len(set(names)) != len(names):
+        raise EnginesError("--engines names an engine twice")
+    for name in names:
+        try:
+            check_name(name)
+        except EngineError as exc:
+            raise EnginesError(f"--engines: {exc}") from None
+    return names, False
 
 
 def _rel(path: str | Path, out: Path) -> str:
@@ -166,4 +196,5 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
     return columns
 
 
-__all__ = ["Column", "STATES", "markdown", "page", "run_matrix"]
+__all__ = ["Column", "EnginesError", "STATES", "markdown", "named_engines", "page",
+           "run_matrix"]

@@ -179,6 +179,17 @@ def _factory(spec: str) -> Callable[..., object]:
     return _call(spec, f"cannot load entry point {ep.value}", ep.load)
 
 
+def check_name(spec: str) -> None:
+    """Raise EngineError unless `spec` names an engine's factory: a built-in, an entry point
+    that loads, or an import path whose module imports and has the factory. The factory is
+    not called (an engine whose package is not installed still passes: its built-in factory
+    imports it), so that a command of several engines refuses a mistyped one before it runs
+    any."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise EngineError("no engine named")
+    _factory(spec.strip())
+
+
 def _repr(value: object) -> str:
     try:
         return repr(value)[:80]

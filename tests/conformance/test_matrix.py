@@ -1,6 +1,7 @@
 """`gradspec matrix`: the HTML page is parsed and its
 structure and links checked, the Markdown table too; an engine that cannot load gets a column of
-n/a with the reason. The page is also rendered in headless Chromium when one is installed."""
+n/a with the reason, a name that is no engine is refused before any runs. The page is also
+rendered in headless Chromium when one is installed."""
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ from tests.conformance.test_executor import MOD, source
 
 VOID = {"meta", "br", "img", "hr", "link", "input"}      # elements without an end tag
 ENGINES = ["torch", f"{MOD}:no_leaf_check", "no-such-engine"]
+HERE = "tests.conformance.test_matrix"
 
 
 class Table(HTMLParser):
@@ -155,14 +157,20 @@ def test_the_markdown_table(matrix):
     assert [e["engine"] for e in data["engines"]] == ENGINES
 
 
+def unloadable(device: str = "cpu"):
+    """An engine named right whose package is not installed: its factory fails."""
+    raise ImportError("No module named 'mytorch'")
+
+
 def test_the_command(tmp_path, capsys):
-    code = main(["matrix", "--engines", "torch,nope", "--count", "2", "--size", "8",
-                 "--quiet", "--out", str(tmp_path), "--spec-url", "https://example.org/spec/"])
+    code = main(["matrix", "--engines", f"torch,{HERE}:unloadable", "--count", "2",
+                 "--size", "8", "--quiet", "--out", str(tmp_path),
+                 "--spec-url", "https://example.org/spec/"])
     out = capsys.readouterr().out
-    assert code == 3 and (tmp_path / "matrix.html").exists()    # nope: not judged
+    assert code == 3 and (tmp_path / "matrix.html").exists()    # unloadable: not judged
     assert "[LEAF-1](https://example.org/spec/leaf.md#leaf-1)" in \
         (tmp_path / "matrix.md").read_text()
-    assert "nope" in out and "unavailable" in out and "pass" in out
+    assert "unloadable" in out and "unavailable" in out and "mytorch" in out and "pass" in out
     assert main(["matrix", "--engines", ",", "--out", str(tmp_path)]) == 2
     assert main(["matrix", "--engines", "torch", "--oracle", "nope", "--out",
                  str(tmp_path)]) == 2
@@ -205,6 +213,26 @@ def test_engines_all_names_every_builtin_and_entry_point_engine(monkeypatch, tmp
     assert seen["engines"] == names
     assert main(["matrix", "--engines", "all,torch", "--out", str(tmp_path)]) == 2
     assert "--engines all names every engine: give it alone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("refimpll", "unknown engine 'refimpll'"),
+    ("tests.conformance.no_such_module:engine", "cannot import tests.conformance.no_such_"),
+    (f"{HERE}:no_such_factory", "has no attribute 'no_such_factory'"),
+])
+def test_a_name_that_is_no_engine_is_refused_before_any_runs(tmp_path, capsys, monkeypatch,
+                                                              bad, words):
+    """A mistyped engine, wherever it stands in the list, is one line and exit 2 before the
+    first engine runs: no campaign starts and nothing is written."""
+    from conformance.campaign import matrix as matrix_module
+    ran = []
+    monkeypatch.setattr(matrix_module, "run_campaign", lambda *a, **k: ran.append(a[0]))
+    out = tmp_path / "m"
+    assert main(["matrix", "--engines", f"torch,{bad},refimpl", "--count", "2", "--quiet",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gradspec: error: --engines: ")
+    assert words in err and ran == [] and not out.exists()
 
 
 def test_a_column_that_could_not_be_judged_makes_the_matrix_exit_3(tmp_path, capsys):
