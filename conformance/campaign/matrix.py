@@ -44,6 +44,7 @@ from ..reports.progress import CampaignProgress
 from ..reports.render import render, render_replay
 from ..reports.report import safe_name
 from ..spec.reader import load_spec, spec_dir
+from .outdir import Lock
 from .runner import ProgramSource, default_source, program_seeds, run_campaign
 
 
@@ -133,67 +134,69 @@ def run_matrix(engines: list[str], oracle: str = "torch", out_dir: str | Path = 
     oracle_engine = load_engine(oracle, device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec = load_spec()
-    seeds = program_seeds(seed, count)
-    columns: list[Column] = []
-    for name in engines:
-        folder = out / safe_name(name)
-        try:
-            engine = load_engine(name, device)
-            report = run_campaign(name, oracle, seed=seed, count=count, size=size, jobs=jobs,
-                                  timeout=timeout, out_dir=folder, progress=_bar(progress, name),
-                                  device=device, source=source, xfails=xfails, probe=probe)
-        except EngineError as exc:
-            columns.append(Column(name, False, str(exc)))
-            continue
-        col = _head(name, report, folder, out)
-        firsts: dict[str, dict[str, Any]] = {}
-        problems: dict[str, int] = {}
-        for g in report.groups:     # most frequent first: a cell links to its largest one
-            if g["primary"]:
-                firsts.setdefault(g["primary"], {**g, "traces": str(Path(g["folder"]) /
-                                                                   "traces.txt")})
-                problems[g["primary"]] = problems.get(g["primary"], 0) + 1
-        for d in report.expected_failures:
-            for cid in d["primary"]:
-                firsts.setdefault(cid, d)
-        caps = frozenset(report.capabilities)
-        prelude = engine.render_prelude()
-        for cid, row in report.clauses.items():
-            cell: dict[str, Any] = {"status": row["status"], "programs": row["programs"],
-                                    "divergences": row["divergences"]}
-            if row["status"] == "n/a":
-                cell["reason"] = row.get("reason", "")
-            elif row["status"] in ("diverges", "xfail") and cid in firsts:
-                d = firsts[cid]
-                if cid in problems:
-                    cell["problems"] = problems[cid]
-                cell["repro"] = _rel(d["repro_engine"], out)
-                cell["traces"] = _rel(d["traces"], out)
-                if d.get("xfail"):
-                    cell["reason"] = d["xfail"]["reason"]
-                elif row.get("reason"):     # diverged on a clause it lacks a capability for
-                    cell["reason"] = row["reason"]
-            elif row["status"] == "pass" and cid in report.first_programs:
-                i = report.first_programs[cid]
-                cell["repro"] = _write_program(out, folder, i, seeds[i], source, caps, size,
-                                               name, oracle, device, oracle_engine, prelude)
-            col.cells[cid] = cell
-        columns.append(col)
-    clauses = [c.id for c in spec.active()]
-    base = spec_url.rstrip("/") if spec_url else _rel(spec_dir(), out)
-    links = {cid: f"{base}/{spec.clauses[cid].file}#{cid.lower()}" for cid in clauses}
-    meta = {"oracle": oracle, "oracle_version": oracle_engine.version, "spec": spec.version,
-            "seed": seed, "count": count, "size": size, "device": device}
-    (out / "matrix.json").write_text(json.dumps(
-        {**meta, "clauses": {cid: {"title": spec.clauses[cid].title, "link": links[cid]}
-                             for cid in clauses},
-         "engines": [c.__dict__ for c in columns]}, indent=1) + "\n", encoding="utf-8")
-    (out / "matrix.md").write_text(markdown(spec, clauses, links, columns, meta),
-                                   encoding="utf-8")
-    (out / "matrix.html").write_text(page(spec, clauses, links, columns, meta),
-                                     encoding="utf-8")
-    return columns
+    with Lock(out):     # one run at a time in OUT (campaign/outdir.py), its columns' too
+        spec = load_spec()
+        seeds = program_seeds(seed, count)
+        columns: list[Column] = []
+        for name in engines:
+            folder = out / safe_name(name)
+            try:
+                engine = load_engine(name, device)
+                report = run_campaign(name, oracle, seed=seed, count=count, size=size,
+                                      jobs=jobs, timeout=timeout, out_dir=folder,
+                                      progress=_bar(progress, name), device=device,
+                                      source=source, xfails=xfails, probe=probe)
+            except EngineError as exc:
+                columns.append(Column(name, False, str(exc)))
+                continue
+            col = _head(name, report, folder, out)
+            firsts: dict[str, dict[str, Any]] = {}
+            problems: dict[str, int] = {}
+            for g in report.groups:     # most frequent first: a cell links to its largest one
+                if g["primary"]:
+                    firsts.setdefault(g["primary"], {**g, "traces": str(Path(g["folder"]) /
+                                                                       "traces.txt")})
+                    problems[g["primary"]] = problems.get(g["primary"], 0) + 1
+            for d in report.expected_failures:
+                for cid in d["primary"]:
+                    firsts.setdefault(cid, d)
+            caps = frozenset(report.capabilities)
+            prelude = engine.render_prelude()
+            for cid, row in report.clauses.items():
+                cell: dict[str, Any] = {"status": row["status"], "programs": row["programs"],
+                                        "divergences": row["divergences"]}
+                if row["status"] == "n/a":
+                    cell["reason"] = row.get("reason", "")
+                elif row["status"] in ("diverges", "xfail") and cid in firsts:
+                    d = firsts[cid]
+                    if cid in problems:
+                        cell["problems"] = problems[cid]
+                    cell["repro"] = _rel(d["repro_engine"], out)
+                    cell["traces"] = _rel(d["traces"], out)
+                    if d.get("xfail"):
+                        cell["reason"] = d["xfail"]["reason"]
+                    elif row.get("reason"):     # diverged on a clause it lacks a capability for
+                        cell["reason"] = row["reason"]
+                elif row["status"] == "pass" and cid in report.first_programs:
+                    i = report.first_programs[cid]
+                    cell["repro"] = _write_program(out, folder, i, seeds[i], source, caps, size,
+                                                   name, oracle, device, oracle_engine, prelude)
+                col.cells[cid] = cell
+            columns.append(col)
+        clauses = [c.id for c in spec.active()]
+        base = spec_url.rstrip("/") if spec_url else _rel(spec_dir(), out)
+        links = {cid: f"{base}/{spec.clauses[cid].file}#{cid.lower()}" for cid in clauses}
+        meta = {"oracle": oracle, "oracle_version": oracle_engine.version, "spec": spec.version,
+                "seed": seed, "count": count, "size": size, "device": device}
+        (out / "matrix.json").write_text(json.dumps(
+            {**meta, "clauses": {cid: {"title": spec.clauses[cid].title, "link": links[cid]}
+                                 for cid in clauses},
+             "engines": [c.__dict__ for c in columns]}, indent=1) + "\n", encoding="utf-8")
+        (out / "matrix.md").write_text(markdown(spec, clauses, links, columns, meta),
+                                       encoding="utf-8")
+        (out / "matrix.html").write_text(page(spec, clauses, links, columns, meta),
+                                         encoding="utf-8")
+        return columns
 
 
 __all__ = ["Column", "EnginesError", "STATES", "markdown", "named_engines", "page",

@@ -168,7 +168,6 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     xf = [x for x in xfails or [] if x.applies_to(engine_spec) or x.applies_to(engine.name)]
     unused = unusable(xfails or [], {*every_engine_name(), engine_spec, engine.name})
     spec = load_spec()
-    staging = Staging(out_dir)      # fails now, not after the run, if OUT cannot be written
     report = Report(engine.name, engine.version, engine.device, oracle.name, oracle.version,
                     spec.version, seed, count, size, jobs, capabilities=sorted(caps),
                     timeout=timeout, max_unjudged=max_unjudged, classes=list(claims),
@@ -176,7 +175,8 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     too_new = newer_clauses(spec, oracle.version)     # as the report's rows will say
     stop = StopAfter(maxfail, fails_run(claims, too_new, xf)) if maxfail else None
     start = time.monotonic()
-    try:
+    staging = Staging(out_dir)  # fails now, not after the run, if OUT cannot be written or is
+    try:                        # another run's (its lock): released when this run ends
         seeds = program_seeds(seed, count)
         run = functools.partial(_run_part, engine_spec, oracle_spec, device, size, caps, jobs,
                                 timeout, source, shrink, progress, frozenset(claims), scheduler,
@@ -198,6 +198,8 @@ def run_campaign(engine_spec: str = "refimpl", oracle_spec: str = "torch", seed:
     except BaseException:
         staging.discard()
         raise
+    finally:
+        staging.release()
     if not report.complete:
         raise CampaignInterrupted(report)
     return report       # (an interrupt held while it was written: the run ends with its verdict)

@@ -380,6 +380,30 @@ def test_ctrl_c_while_the_forkserver_starts_is_a_clean_interrupt(tmp_path):
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
+    """One run at a time per --out: a second, of `run` or `matrix`, refuses in one line, exit
+    2, before it runs anything; the lock goes with the first run, however it ends (here
+    killed), and a run in this process releases it when it ends, so the next one may go."""
+    out = tmp_path / "out"
+    proc = gradspec(*HANGING, "--out", str(out), start_new_session=True)
+    wait_for_workers(proc, 2)
+    small = ["--count", "2", "--size", "6", "--quiet", "--out", str(out)]
+    for command in (["run", "--engine", "refimpl", "--oracle", "refimpl"],
+                    ["matrix", "--engines", "refimpl", "--oracle", "refimpl"]):
+        assert main([*command, *small]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"gradspec: error: cannot write to {out}: another gradspec run is "
+                       f"writing there (pid {proc.pid}): wait for it or give another --out\n")
+    assert not (out / "report.json").exists() and not (out / "matrix.json").exists()
+    os.killpg(proc.pid, signal.SIGKILL)     # a crash: the kernel releases its lock
+    proc.communicate(timeout=30)
+    for _ in range(2):
+        assert main(["run", "--engine", "refimpl", "--oracle", "refimpl", *small]) == 0
+    assert json.loads((out / "report.json").read_text())["complete"] is True
+    assert main(["matrix", "--engines", "refimpl", "--oracle", "refimpl", *small]) == 0
+    assert settled(os.getpid()) == []
+
+
 def test_an_unwritable_out_is_refused_before_the_campaign(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -442,3 +466,7 @@ def test_an_interrupt_while_the_results_are_written_loses_nothing(tmp_path, monk
                             out_dir=tmp_path / "out2", progress=False, probe=False,
                             shrink=False)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(runner, "_collect", collect)    # the interrupted run let go of out2
+    assert runner.run_campaign("refimpl", "refimpl", seed=1, count=3, size=8, jobs=1,
+                               out_dir=tmp_path / "out2", progress=False, probe=False,
+                               shrink=False).complete
