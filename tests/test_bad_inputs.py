@@ -11,10 +11,12 @@ are written into the folder, which `--engine module:factory` resolves from.
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,7 +132,6 @@ FLAGS = [
     Case("replay-device", ["replay", "/dev/zero", "--quiet"], words="neither a regular file"),
     Case("graph-device", ["graph", "/dev/zero", "--engine", "refimpl"],
          words="neither a regular file"),
-    Case("replay-fifo-without-writer", ["replay", "fifo", "--quiet"], words="fifo"),
     Case("replay-too-large", ["replay", "large.json", "--quiet"], words="larger than 64 MiB"),
     Case("xfail-folder", run("--xfail", "."), words="cannot read"),
     Case("xfail-dangling-link", run("--xfail", "link.txt"), words="cannot read"),
@@ -407,8 +408,6 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, tmp_path: Path):
     cwd = folder(tmp_path, {"p.json": GOOD_PROGRAM, **case.files})
     if case.name == "xfail-dangling-link":
         (cwd / "link.txt").symlink_to(cwd / "nowhere.txt")
-    if case.name == "replay-fifo-without-writer":
-        os.mkfifo(cwd / "fifo")         # its open would block a reader that waits for data
     if case.name == "replay-too-large":
         with open(cwd / "large.json", "wb") as f:      # sparse: no disk, 65 MiB of zeros
             f.truncate((64 << 20) + 1)
@@ -421,6 +420,31 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, tmp_path: Path):
     r = gradspec(case.args, cwd)
     assert_one_line_exit_2(r, case.words)
     assert (cwd / KEEP).read_text() == "{}", "an earlier run's results were deleted"
+
+
+def test_a_named_pipe_is_read_as_cat_reads_it(tmp_path: Path):
+    """A FIFO is no bad input: read before its writer opens it, it waits for the writer (as
+    `cat fifo` does) and reads what it writes, rather than reading as empty."""
+    cwd = folder(tmp_path, {})
+    os.mkfifo(cwd / "fifo")
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "replay", "fifo", *REFIMPL,
+                             "--quiet"], cwd=cwd, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while True:     # the writer opens once gradspec has the FIFO open to read
+        try:
+            fd = os.open(cwd / "fifo", os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            assert exc.errno == errno.ENXIO and proc.poll() is None, proc.communicate()
+            assert time.monotonic() < end
+            time.sleep(0.02)
+    time.sleep(0.5)     # a writer slower than its reader
+    with open(fd, "wb") as f:
+        f.write(GOOD_PROGRAM.encode())
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == "", (err, out)
+    assert out.endswith("0 divergence(s) between refimpl and refimpl\n")
 
 
 # settings read from the environment: as bad as a bad flag

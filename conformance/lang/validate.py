@@ -161,10 +161,14 @@ def read_input(path: Path) -> bytes:
     """The bytes of an input file, refused (OSError, its strerror one line) when it is neither
     a regular file nor a pipe (`cat p.json | gradspec replay /dev/stdin`): a device such as
     /dev/zero never ends, or holds more than MAX_INPUT_BYTES (a file that large would take the
-    memory of the machine before it could be validated)."""
+    memory of the machine before it could be validated). A named pipe (FIFO) is read as `cat`
+    reads it: its open waits until a writer opens it (`gradspec replay fifo & ... > fifo`),
+    then it is read to the end; opened without waiting, it would read as empty."""
     if os.path.realpath(path) == os.devnull:    # the empty file by convention
         return b""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)    # (a FIFO's open would block)
+    fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    # anything else is opened without blocking: a device's open may block, and is refused
+    fd = os.open(path, os.O_RDONLY | (0 if fifo else os.O_NONBLOCK))
     with open(fd, "rb") as f:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
