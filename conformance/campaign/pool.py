@@ -33,136 +33,6 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from . import signals
-
-FORK_SAFE = frozenset({"torch", "refimpl"})
-# imported once by a forkserver, so that each worker forked from it starts warm; never the
-# engines themselves (they are imported in the workers)
-PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.symbolic_shapes",
-           "conformance.campaign.runner"]
-PATH_BYTES = 128
-NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
-WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}
-_PATH_DATA: dict[str, bytes] = {}     # Progress.statement's encoded paths
-
-
-def start_method(specs: list[str], device: str) -> str:
-    """The multiprocessing start method for workers running the engines `specs` on `device`."""
-    chosen = os.environ.get("GRADSPEC_START_METHOD")
-    if chosen:
-        known = mp.get_all_start_methods()
-        if chosen not in known:
-            from ..engines import EngineError  # the error the commands report in one line
-            raise EngineError(f"GRADSPEC_START_METHOD={chosen!r} is not a start method of "
-                              f"this platform (choose from {', '.join(known)})")
-        return chosen
-    if not sys.platform.startswith("linux"):
-        return "spawn"      # macOS frameworks are not fork-safe; Windows has spawn only
-    if device == "cpu" and all(s in FORK_SAFE for s in specs):
-        return "fork"       # CUDA cannot cross a fork
-    return "forkserver"
-
-
-def context(specs: list[str], device: str):
-    """A multiprocessing context for workers running the engines `specs` on `device`."""
-    method = start_method(specs, device)
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(PRELOAD)
-    return ctx
-
-
-def _start(proc, method: str) -> None:
-    """Start a worker process with SIGINT blocked in it until _serve ignores it. Under
-    forkserver the server is made sure of first, under the block (its workers inherit its
-    mask), and the worker is asked of it outside the block: that waits until the server has
-    imported PRELOAD, which a Ctrl-C must be able to cut short."""
-    if method != "forkserver":
-        with signals.sigint_blocked():
-            proc.start()
-        return
-    from multiprocessing import forkserver, resource_tracker
-    resource_tracker.ensure_running()   # first: its own start unblocks SIGINT when done
-    with signals.sigint_blocked():
-        forkserver.ensure_running()
-    proc.start()
-
-
-class Progress:
-    """What a worker is doing, in shared memory: the task's index, which engine is running
-    (ORACLE or ENGINE) and the path of the statement it runs."""
-
-    def __init__(self, ctx):
-        self.index = ctx.RawValue("q", -1)
-        self.who = ctx.RawValue("i", NOT_STARTED)
-        self.path = ctx.RawArray("c", PATH_BYTES)
-
-    def begin(self, index: int) -> None:
-        self.index.value, self.who.value, self.path.value = index, NOT_STARTED, b""
-
-    def running(self, who: int) -> None:
-        self.who.value, self.path.value = who, b""
-
-    def statement(self, path: str) -> None:
-        # called for every statement of every run: the bytes of a path are kept (programs
-        # share their paths, "0" to "130" and a few nested ones), which takes a third off
-        data = _PATH_DATA.get(path)
-        if data is None:
-            if len(_PATH_DATA) >= 4096:      # a crafted program's many paths: bounded
-                _PATH_DATA.clear()
-            data = _PATH_DATA[path] = path.encode()[:PATH_BYTES - 1]
-        self.path.value = data
-
-    def where(self) -> tuple[str, str]:
-        """(who, statement path) of the last report; path '' before the first statement."""
-        return WHO.get(self.who.value, "the worker"), self.path.value.decode()
-
-
-def _die_with_parent(parent: int) -> None:
-    """End this process when `parent` (the process that runs the pool) dies: the kernel's
-    parent-death signal where there is one (Linux), and a thread that watches both this
-    process's parent (a dead parent's children are handed to another at once) and `parent`
-    itself (a forkserver's children: their parent is the server, which outlives `parent` while
-    they hold its pipe)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
-    ppid = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == ppid and _alive(parent):
-            time.sleep(0.25)
-        os._exit(1)
-    if ppid != parent and not _alive(parent):
-        os._exit(1)
-    threading.Thread(target=watch, name="gradspec-parent-watch", daemon=True).start()
-
-
-def _one_torch_thread() -> None:
-    """Run torch's ops in this worker on one thread. A worker forked from a process whose
-    torch had started its OpenMP thread pool (a `max(dim)` does, on any size: the pytest
-    plugin's campaign forks from a test process that may have run one) hangs in its next
-    parallel region; on one thread torch never enters one. Programs hold a few elements:
-    threads buy nothing there."""
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "set_num_threads"):
-        torch.set_num_threads(1)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True     # no /proc: the signal check is all there is
-
 from .process import (  # noqa: F401 - FORK_SAFE..WHO: this module's API before process.py
     ENGINE,
     FORK_SAFE,
@@ -175,6 +45,7 @@ from .process import (  # noqa: F401 - FORK_SAFE..WHO: this module's API before 
     _die_with_parent,
     _main_not_rerun,
     _one_torch_thread,
+    _start,
     context,
     start_method,
 )
@@ -190,13 +61,11 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
            ) -> None:
     """A worker's life: `state = setup(progress, *setup_args)`, then for each task
     `work(state, payload, progress, keep)` -> (result, retire); `keep(partial)` sends a result
-    to keep should the rest of the task crash or hang. A setup that raises ends the pool (a
-    'fatal' message); a task whose work raises (only a BaseException escapes worker.work: an
-    engine's KeyboardInterrupt or SystemExit) is a crash of it (a 'crash' message) and ends
-    this worker."""
     to keep should the rest of the task crash or hang; for each batch of tasks (a list),
     `work_batch(state, tasks, progress)` -> (index, result, retire) as each is done. A setup
-    that raises ends the pool (a 'fatal' message)."""
+    that raises ends the pool (a 'fatal' message); a task whose work raises (only a
+    BaseException escapes worker.work and work_batch: an engine's KeyboardInterrupt or
+    SystemExit) is a crash of it (a 'crash' message) and ends this worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signals.sigint_unblocked()          # blocked while it started (_start)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the parent's makes it a Ctrl-C)
@@ -215,32 +84,40 @@ def _serve(conn: Connection, progress: Progress, parent: int, setup: Setup,
             return
         if task is None:
             return
-        if isinstance(task, list):
-            assert work_batch is not None
-            conn.send(("begin", task[0][0], None))
-            for index, result, retire in work_batch(state, task, progress):
-                conn.send(("done", index, (result, retire)))
-                if retire:
-                    return
-            continue
-        index, payload = task
-        progress.begin(index)
-        conn.send(("begin", index, None))
         try:
-            result, retire = work(state, payload, progress,
-                                  lambda partial, i=index: conn.send(("keep", i, partial)))
+            if not _serve_one(conn, task, progress, state, work, work_batch):
+                return
         except BaseException as exc:  # noqa: BLE001 - an engine's KeyboardInterrupt, SystemExit
             # work() turns every Exception into a result; what escapes it is a BaseException
             # an engine raised, which may have left the process half-way: a crash of the task
-            # (the parent replaces this worker), told in one line rather than a traceback
+            # the progress record names (the parent replaces this worker), told in one line
+            # rather than a traceback
             first = (str(exc).strip().splitlines() or [""])[0]
             with contextlib.suppress(OSError):
-                conn.send(("crash", index, f"raised {type(exc).__name__}"
-                                           f"{f': {first}' if first else ''}"))
+                conn.send(("crash", progress.index.value, f"raised {type(exc).__name__}"
+                                                          f"{f': {first}' if first else ''}"))
             return
-        conn.send(("done", index, (result, retire)))
-        if retire:
-            return
+
+
+def _serve_one(conn: Connection, task: Any, progress: Progress, state: Any, work: Work,
+               work_batch: BatchWork | None) -> bool:
+    """Do one task, or one batch of tasks (a list), sending its results; False when the
+    worker must retire."""
+    if isinstance(task, list):
+        assert work_batch is not None
+        conn.send(("begin", task[0][0], None))
+        for index, result, retire in work_batch(state, task, progress):
+            conn.send(("done", index, (result, retire)))
+            if retire:
+                return False
+        return True
+    index, payload = task
+    progress.begin(index)
+    conn.send(("begin", index, None))
+    result, retire = work(state, payload, progress,
+                          lambda partial, i=index: conn.send(("keep", i, partial)))
+    conn.send(("done", index, (result, retire)))
+    return not retire
 
 
 @dataclass
@@ -270,14 +147,11 @@ class _Slot:
         self.conn, child = ctx.Pipe()
         self.progress = Progress(ctx)
         self.proc = ctx.Process(target=_serve, daemon=True, args=(
-            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work))
+            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work,
+            pool.work_batch))
         method = ctx.get_start_method()
         with _main_not_rerun(method):
             _start(self.proc, method)
-            child, self.progress, os.getpid(), pool.setup, pool.setup_args, pool.work,
-            pool.work_batch))
-        with _main_not_rerun(ctx.get_start_method()):
-            self.proc.start()
         child.close()
         self.tasks: list[Task] = []
         self.batched = False
@@ -442,8 +316,10 @@ class Pool:
             raise PoolError(payload)
         if kind == "crash":     # the task raised a BaseException: the worker has ended
             slot.proc.join(timeout=5)
+            task = slot.current()
             who, path = slot.progress.where()
-            self._done(slot, self.failure(task, "crash", payload, who, path), finish, queue)
+            self._failed(slot, task, self.failure(task, "crash", payload, who, path), finish,
+                         queue)
             return False
         if kind == "begin":
             slot.deadline = time.monotonic() + slot.tasks[0].seconds

@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from . import signals
+
 FORK_SAFE = frozenset({"torch", "refimpl"})
 # imported once by a forkserver, so that each worker forked from it starts warm; never the
 # engines themselves (they are imported in the workers)
@@ -49,6 +51,22 @@ def context(specs: list[str], device: str):
     if method == "forkserver":
         ctx.set_forkserver_preload(PRELOAD)
     return ctx
+
+
+def _start(proc, method: str) -> None:
+    """Start a worker process with SIGINT blocked in it until _serve ignores it. Under
+    forkserver the server is made sure of first, under the block (its workers inherit its
+    mask), and the worker is asked of it outside the block: that waits until the server has
+    imported PRELOAD, which a Ctrl-C must be able to cut short."""
+    if method != "forkserver":
+        with signals.sigint_blocked():
+            proc.start()
+        return
+    from multiprocessing import forkserver, resource_tracker
+    resource_tracker.ensure_running()   # first: its own start unblocks SIGINT when done
+    with signals.sigint_blocked():
+        forkserver.ensure_running()
+    proc.start()
 
 
 class Progress:
