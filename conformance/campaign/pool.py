@@ -105,6 +105,10 @@ def _serve_one(conn: Connection, task: Any, progress: Progress, state: Any, work
     worker must retire."""
     if isinstance(task, list):
         assert work_batch is not None
+        # the record names the batch's first task, nothing yet running: never what the last
+        # batch's last task ran (a crash before work_batch begins a task is not that task's
+        # engine at that task's statement)
+        progress.begin(task[0][0])
         conn.send(("begin", task[0][0], None))
         for index, result, retire in work_batch(state, task, progress):
             conn.send(("done", index, (result, retire)))
@@ -156,6 +160,8 @@ class _Slot:
         self.tasks: list[Task] = []
         self.batched = False
         self.used = False
+        self.served = False     # it has given a result: its setup is not what failed
+        self.begun = False      # it said 'begin' to what it was given last
         self.deadline = 0.0
         self.warmup = pool.warmup
 
@@ -167,12 +173,15 @@ class _Slot:
     def give(self, task: Task, *more: Task, batch: bool = False) -> None:
         """Hand the worker `task`, or with `batch` `task` and `more` as one batch (Pool's
         work_batch)."""
-        self.tasks, self.batched, self.used = [task, *more], batch, True
+        self.tasks, self.batched, self.used, self.begun = [task, *more], batch, True, False
         self.deadline = time.monotonic() + self.warmup      # until the worker begins it
-        if batch:
-            self.conn.send([(t.index, t.payload) for t in self.tasks])
-        else:
-            self.conn.send((task.index, task.payload))
+        # a worker that died since its last result (between batches) cannot be sent to: its
+        # end of the pipe reads as closed and the next step reports the crash
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if batch:
+                self.conn.send([(t.index, t.payload) for t in self.tasks])
+            else:
+                self.conn.send((task.index, task.payload))
 
     def current(self) -> Task:
         """The task the worker is on: in a batch, the one its progress record names (the
@@ -183,15 +192,16 @@ class _Slot:
                 return t
         return self.tasks[0]
 
-    def clock(self) -> float | None:
-        """In a batch, the deadline of the task the worker's progress record names: its limit
-        from the start of its clock, which counts that task's own work alone
-        (Progress.resume); None while the record names none of the batch."""
+    def clock(self) -> tuple[Task | None, float | None]:
+        """In a batch, the task the worker's progress record names and its deadline: its
+        limit from the start of its clock, which counts that task's own work alone
+        (Progress.resume), read as one; (None, None) while the record names none of the
+        batch."""
         index, started = self.progress.task_clock()
         for t in self.tasks:
             if t.index == index:
-                return started + t.seconds
-        return None
+                return t, started + t.seconds
+        return None, None
 
     def stop(self, kill: bool = False) -> None:
         with contextlib.suppress(OSError, BrokenPipeError):
@@ -255,6 +265,9 @@ class Pool:
             while queue or any(s.task for s in slots):
                 for i, slot in enumerate(slots):
                     if slot.task is None and queue:
+                        if slot.used and not slot.proc.is_alive():    # died between tasks
+                            slot.stop(kill=True)
+                            slots[i] = slot = _Slot(self)
                         if queue[-1].fresh and slot.used:
                             slot.stop()
                             slots[i] = slot = _Slot(self)
@@ -292,11 +305,17 @@ class Pool:
         if not ready:
             if time.monotonic() <= slot.deadline:
                 return True
-            deadline = slot.clock() if slot.batched else None
+            if slot.conn.poll():                # it said something since: heard first
+                return True
+            named, deadline = slot.clock() if slot.batched else (None, None)
             if deadline is not None and time.monotonic() <= deadline:
                 slot.deadline = deadline        # the worker is on another task of the batch
                 return True
-            task = slot.current()
+            if slot.batched and slot.served and not slot.begun:
+                self._requeue(slot, queue)      # stuck between batches: none of these ran
+                return False
+            # the task whose clock ran out, not one the worker may have moved on to since
+            task = named or slot.current()
             who, path = slot.progress.where()
             self._failed(slot, task, self.failure(task, "timeout", f"no result within "
                                                   f"{task.seconds:g} s", who, path),
@@ -306,6 +325,11 @@ class Pool:
             kind, index, payload = slot.conn.recv()
         except (EOFError, OSError):
             slot.proc.join(timeout=5)
+            if slot.batched and slot.served and not slot.begun:
+                # it died after its last batch, before this one (a finalizer that the paused
+                # collector ran late, the OOM killer): none of these tasks was running
+                self._requeue(slot, queue)
+                return False
             task = slot.current()
             who, path = slot.progress.where()
             self._failed(slot, task, self.failure(task, "crash", f"worker died (exit code "
@@ -322,17 +346,19 @@ class Pool:
                          queue)
             return False
         if kind == "begin":
+            slot.begun = True
             slot.deadline = time.monotonic() + slot.tasks[0].seconds
         elif kind == "keep":
             slot.tasks[0].partial = payload
         else:
             result, retire = payload
+            slot.served = True
             task = next(t for t in slot.tasks if t.index == index)
             slot.tasks.remove(task)
             if retire:
                 self._requeue(slot, queue)
             elif slot.tasks:
-                slot.deadline = slot.clock() or time.monotonic() + slot.tasks[0].seconds
+                slot.deadline = slot.clock()[1] or time.monotonic() + slot.tasks[0].seconds
             self._done(task, result, finish, queue)
             return not retire
         return True

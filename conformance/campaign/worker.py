@@ -282,6 +282,11 @@ def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[
             progress.resume(index, used)
             result = _guarded(lambda p=program, o=oracle: judged_result(
                 runs, p, *runs.against(p, *o)))
+            # the young garbage (this program's cycles, and the oracle's before the first) is
+            # freed now, on this task's clock and record: its finalizers (an engine's native
+            # handles) never run between batches, where a crash or hang in them would be
+            # blamed on the next batch's first program, or kill a worker the pool thinks idle
+            gc.collect(0)
             yield index, result, runs.dirty
             if runs.dirty:
                 return

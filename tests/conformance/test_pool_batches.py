@@ -41,19 +41,22 @@ def work_batch(state, items, progress):
         if action.get("do") == "hang":
             time.sleep(60)
         yield index, {"pid": os.getpid(), "batch": len(items)}, action.get("do") == "retire"
+    if any(a.get("do") == "die_after" for _, (_, a) in items):
+        os._exit(7)     # after the batch's last result: a finalizer the paused collector ran
 
 
 def failure(task, what, detail, who, path):
     return {"failure": what}
 
 
-def run(actions, jobs=1, batch=4, seconds=5.0):
+def run(actions, jobs=1, batch=4, seconds=5.0, slow=0.0):
     """Each task's result by index, and how many times each was finished."""
     results, finished = {}, {}
 
     def finish(task, result):
         results[task.index] = result
         finished[task.index] = finished.get(task.index, 0) + 1
+        time.sleep(slow)
     pool = Pool(mp.get_context("fork"), jobs, setup, (), work, failure, batch=batch,
                 work_batch=work_batch)
     pool.run([Task(i, ("check", a), seconds, batchable=True) for i, a in enumerate(actions)],
@@ -109,3 +112,43 @@ def test_a_task_over_its_own_limit_in_a_batch_times_out():
     results = run([{"half": 0.1}, {"half": 0.6}, {"half": 0.1}], batch=3, seconds=0.8)
     assert results[1] == {"failure": "timeout"}
     assert "failure" not in results[0] and "failure" not in results[2]
+
+
+@pytest.mark.parametrize("slow", [0.0, 0.3])
+def test_a_worker_that_dies_between_batches_fails_no_task_and_stops_nothing(slow):
+    # it dies after its batch's last result: while the pool hands it the next batch (slow 0),
+    # or before (0.3: the pipe is closed when the pool sends); no task of the next batch ran
+    results = run([{}, {"do": "die_after"}, {}, {}], batch=2, slow=slow)
+    assert all("failure" not in r for r in results.values())
+    assert results[0]["pid"] == results[1]["pid"] != results[2]["pid"] == results[3]["pid"]
+
+
+def test_the_task_whose_clock_ran_out_is_the_one_that_fails():
+    from conformance.campaign import pool as pool_mod
+
+    class Record:                       # the worker moved on between the pool's two reads
+        def __init__(self):
+            self.reads = 0
+
+        def task_clock(self):
+            return 1, time.monotonic() - 10.0
+
+        @property
+        def index(self):
+            return type("V", (), {"value": 2})()
+
+        def where(self):
+            return "the engine", "3"
+
+    failed = []
+    p = Pool(mp.get_context("fork"), 1, setup, (), work, failure, batch=4,
+             work_batch=work_batch)
+    slot = pool_mod._Slot(p)
+    try:
+        slot.tasks = [Task(i, None, 1.0, batchable=True) for i in (1, 2, 3)]
+        slot.batched, slot.begun, slot.deadline = True, True, 0.0
+        slot.progress = Record()
+        assert not p._step(slot, False, lambda t, r: failed.append(t.index), [])
+        assert failed == [1]
+    finally:
+        slot.stop(kill=True)
