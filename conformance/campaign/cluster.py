@@ -171,14 +171,14 @@ _WARM: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 def _warm(engine_spec: str, oracle_spec: str, device: str) -> tuple[str, str, str]:
     """Import what the slice's child processes need in the Dask worker itself, once, as
     `gradspec run` has it imported before it starts its pool: a forked child then starts
-    warm instead of importing torch for every slice (a forkserver preloads it: pool.PRELOAD).
+    warm instead of importing torch for every slice (a forkserver preloads it: process.PRELOAD).
     Returns (gradspec's version, the engine's, the oracle's) on this worker."""
     key = (engine_spec, oracle_spec, device)
     if key not in _WARM:
         import importlib
 
         from ..engines import load_engine
-        from .pool import PRELOAD
+        from .process import PRELOAD
         for name in PRELOAD:
             importlib.import_module(name)
         engine, oracle = load_engine(engine_spec, device), load_engine(oracle_spec, device)

@@ -355,8 +355,9 @@ def test_ctrl_c_while_the_forkserver_starts_is_a_clean_interrupt(tmp_path):
     as a later one does: one line naming the partial report, exit 130, no traceback of the
     forkserver's import (it gets the Ctrl-C too, a terminal sends it to the whole group)."""
     mark = tmp_path / "preloading"
-    code = ("import sys; from conformance.campaign import pool; pool.PRELOAD = [*pool.PRELOAD, "
-            f"'{ENGINES}.slow_preload']; from conformance.cli import main; sys.exit(main())")
+    code = ("import sys; from conformance.campaign import process; "
+            f"process.PRELOAD = [*process.PRELOAD, '{ENGINES}.slow_preload']; "
+            "from conformance.cli import main; sys.exit(main())")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "run", "--engine", "torch", "--count", "3", "--quiet",
          "--out", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE,
