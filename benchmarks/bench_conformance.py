@@ -74,20 +74,27 @@ def _init(engine: str, oracle: str, size: int) -> None:
 def _chunk(seeds: list[int]) -> tuple[int, int, float]:
     """(divergences, worker pid, CPU seconds) of a chunk of programs."""
     c = time.process_time()
-    n = sum(one(s, _W["size"], _W["o"], _W["e"], _W["caps"]) for s in seeds)
+    n = batched(seeds, _W["size"], _W["o"], _W["e"], _W["caps"])
     return n, os.getpid(), time.process_time() - c
 
 
-def serial(seeds, size, oracle, engine, caps) -> tuple[float, int, float]:
-    """(wall seconds, divergences, CPU seconds)."""
+def serial(seeds, size, oracle, engine, caps, loop=None) -> tuple[float, int, float]:
+    """(wall seconds, divergences, CPU seconds) of the full loop (`batched`, as gradspec run's
+    workers make it; `loop` another, such as one program at a time: `per_program`)."""
     t, c = time.perf_counter(), time.process_time()
-    n = sum(one(s, size, oracle, engine, caps) for s in seeds)
+    n = (loop or batched)(seeds, size, oracle, engine, caps)
     return time.perf_counter() - t, n, time.process_time() - c
+
+
+def per_program(seeds, size, oracle, engine, caps) -> int:
+    """The full loop one program at a time (`one`): the loop before gradspec run's workers
+    took batches."""
+    return sum(one(s, size, oracle, engine, caps) for s in seeds)
 
 
 def parallel(seeds, size, engine_spec, oracle_spec, jobs) -> tuple[float, int, float]:
     """(wall seconds, divergences, CPU seconds of the busiest worker)."""
-    chunks = [seeds[i:i + 10] for i in range(0, len(seeds), 10)]   # small: even load
+    chunks = [seeds[i:i + BATCH] for i in range(0, len(seeds), BATCH)]   # small: even load
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     with ctx.Pool(jobs, _init, (engine_spec, oracle_spec, size)) as pool:
         pool.map(_chunk, [[s] for s in seeds[:jobs]])          # warm the workers up
@@ -297,7 +304,7 @@ def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, f
         del programs, traces
         keep("loop", lambda: batched(seeds, size, oracle, engine, caps))
         keep("runner", run_as_worker)
-        keep("per_program", lambda: serial(seeds, size, oracle, engine, caps))
+        keep("per_program", lambda: per_program(seeds, size, oracle, engine, caps))
         measured = campaign(seeds, size, *specs, caps) if specs and len(seeds) > WARM else None
         for stage, t in zip(("campaign", "campaign_parent"), (measured or ())[:2], strict=False):
             best[stage] = min(best[stage], t * len(seeds) / (len(seeds) - WARM))
