@@ -161,6 +161,7 @@ class _Slot:
         self.batched = False
         self.used = False
         self.served = False     # it has given a result: its setup is not what failed
+        self.between = 0.0      # until when a batch's worker may name none of its tasks
         self.begun = False      # it said 'begin' to what it was given last
         self.deadline = 0.0
         self.warmup = pool.warmup
@@ -216,6 +217,9 @@ class _Slot:
         self.conn.close()
 
 
+# how soon the pool looks again at a batch's worker that names none of its tasks (it has just
+# sent one's result and is about to begin the next)
+RECHECK = 0.05
 Failure = Callable[[Task, str, str, str, str], Any]   # task, crash|timeout, detail, who, path
 
 
@@ -311,6 +315,10 @@ class Pool:
             if deadline is not None and time.monotonic() <= deadline:
                 slot.deadline = deadline        # the worker is on another task of the batch
                 return True
+            if slot.batched and slot.begun and named is None and \
+                    time.monotonic() <= slot.between:
+                slot.deadline = time.monotonic() + RECHECK      # between two of its tasks
+                return True
             if slot.batched and slot.served and not slot.begun:
                 self._requeue(slot, queue)      # stuck between batches: none of these ran
                 return False
@@ -358,7 +366,10 @@ class Pool:
             if retire:
                 self._requeue(slot, queue)
             elif slot.tasks:
-                slot.deadline = slot.clock()[1] or time.monotonic() + slot.tasks[0].seconds
+                # the next task's clock once the worker names it (a moment after its result):
+                # never a whole limit from now, which would let the next task run over its own
+                slot.deadline = slot.clock()[1] or time.monotonic() + RECHECK
+                slot.between = time.monotonic() + slot.tasks[0].seconds
             self._done(task, result, finish, queue)
             return not retire
         return True

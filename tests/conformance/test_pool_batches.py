@@ -27,13 +27,15 @@ def work(state, payload, progress, keep):
 def work_batch(state, items, progress):
     """Two phases, as worker.work_batch has: each task's first half for the whole batch, then
     each task's second half; a task's action ("crash", "hang", "retire") is taken in its
-    second half. `half` seconds of sleep in each half."""
+    second half. `half` seconds of sleep in each half, `gap` seconds before the second half
+    begins (the worker then names the task before it)."""
     used = {}
     for index, (_, action) in items:
         progress.begin(index)
         time.sleep(action.get("half", 0.0))
         used[index] = action.get("half", 0.0)
     for index, (_, action) in items:
+        time.sleep(action.get("gap", 0.0))      # between two tasks, naming neither
         progress.resume(index, used[index])
         time.sleep(action.get("half", 0.0))
         if action.get("do") == "crash":
@@ -102,14 +104,18 @@ def test_a_task_that_retires_its_worker_leaves_the_rest_of_the_batch_to_another(
 
 
 def test_a_tasks_time_limit_counts_its_own_work_not_its_batchs():
-    # each task works 2 x 0.25 s, within its 0.8 s; the batch of 5 works 2.5 s
-    results = run([{"half": 0.25}] * 5, batch=5, seconds=0.8)
+    # each task works 2 x 0.25 s, within its 1.5 s; the batch of 5 works 2.5 s
+    results = run([{"half": 0.25}] * 5, batch=5, seconds=1.5)
     assert all("failure" not in r for r in results.values())
     assert [r["batch"] for r in results.values()] == [5] * 5
 
 
 def test_a_task_over_its_own_limit_in_a_batch_times_out():
-    results = run([{"half": 0.1}, {"half": 0.6}, {"half": 0.1}], batch=3, seconds=0.8)
+    # task 1 works 2 x 1.0 s against its 1.2 s: its clock runs out 0.2 s into its second
+    # half, long before its result would come (the pool must not wait a whole limit after
+    # task 0's result before it looks at task 1's clock)
+    results = run([{"half": 0.1}, {"half": 1.0, "gap": 0.1}, {"half": 0.1}], batch=3,
+                  seconds=1.2)
     assert results[1] == {"failure": "timeout"}
     assert "failure" not in results[0] and "failure" not in results[2]
 
