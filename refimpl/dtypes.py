@@ -69,3 +69,28 @@ def grad_dtype_set(t, value) -> dtype | None:
     if value is not None and held is not None and held._dtype is not value:
         raise errors.grad_dtype_conflict(value, held._dtype)
     return value
+
+
+def alpha_value(op: str, operands, alpha):
+    """The `alpha` of `add`/`sub` as torch checks it: a Python number or a 0-d tensor (read as
+    its number); a bool only for a bool result, a float not for an integer one, never a complex
+    number. A bool result takes it as a bool, so `a + alpha * b` stays a bool."""
+    alpha = alpha_number(op, alpha)
+    out = result_type(operands)
+    if isinstance(alpha, bool) and out is not bool_:
+        raise errors.alpha_bool()
+    if isinstance(alpha, (float, complex)) and not out.is_floating_point:
+        raise errors.alpha_float_integral()
+    if isinstance(alpha, complex):
+        raise errors.alpha_complex()
+    return bool(alpha) if out is bool_ else alpha
+
+
+def alpha_number(op: str, alpha):
+    """`alpha` as torch's argument parser takes it, before any other check: a Python number,
+    or a 0-d tensor read as its number."""
+    if hasattr(alpha, "_dtype") and alpha._data.ndim == 0:
+        alpha = alpha.item()
+    if not isinstance(alpha, (int, float, complex)):
+        raise errors.alpha_not_number(op, alpha)
+    return alpha

@@ -367,3 +367,22 @@ def set_dtype(got, want):  # DATA-7
 
 def set_backward():  # DATA-8
     return RuntimeError("derivative for set_ is not implemented")
+
+
+# no spec kind: torch's checks of the `alpha` of add and sub (refimpl/dtypes.py, alpha_value)
+def alpha_not_number(op: str, value):
+    return TypeError(f"{op}(): argument 'alpha' must be Number, not {type(value).__name__}")
+
+
+def alpha_bool():
+    return RuntimeError("Boolean alpha only supported for Boolean results.")
+
+
+def alpha_float_integral():
+    return RuntimeError("For integral input tensors, argument alpha must not be a floating point "
+                        "number.")
+
+
+def alpha_complex():
+    return RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                        "number.")

@@ -96,6 +96,7 @@ def _floating(a: Tensor):
 # ======================= binary arithmetic =======================
 
 def add(a, b, alpha=1):                     # saves: nothing
+    alpha = dtypes.alpha_value("add", (a, b), alpha)
     x, y, be = _operands(a, b)
     y = y * alpha if alpha != 1 else y
     out, _ = record(_laid_out(operator.add, x, y, be), be, "AddBackward0", _add_bw, (a, b),
@@ -109,6 +110,7 @@ def _add_bw(node, g):
 
 def sub(a, b, alpha=1):                     # saves: nothing
     _no_bool("sub", a, b)
+    alpha = dtypes.alpha_value("sub", (a, b), alpha)
     x, y, be = _operands(a, b)
     y = y * alpha if alpha != 1 else y
     out, _ = record(_laid_out(operator.sub, x, y, be), be, "SubBackward0", _sub_bw, (a, b),

@@ -13,7 +13,7 @@ check_overlap), the result's shape and dtype (check_result), an inference tensor
 """
 from __future__ import annotations
 
-from .. import broadcast, errors, grad_mode, saved_hooks
+from .. import broadcast, dtypes, errors, grad_mode, saved_hooks
 from ..differentiable import math
 from ..differentiable import zeros_like as _zeros
 from ..layout import contiguous_format, preserve_format
@@ -210,6 +210,8 @@ def _copy_slices_recorded(fn, chain, g):
 def inplace(op):
     """The `_` variant of an out-of-place op: torch.Tensor.add_ from add, and so on."""
     def method(self, *args, **kwargs):
+        if "alpha" in kwargs:  # parsed first, under the method's own name (add_, sub_)
+            kwargs["alpha"] = dtypes.alpha_number(op.__name__ + "_", kwargs["alpha"])
         check_inplace(self, args + tuple(kwargs.values()))
         check_expanded(self)
         for other in args:
