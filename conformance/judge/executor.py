@@ -123,6 +123,7 @@ class _Run:
         self.current = ev
         caught = self.caught
         start = len(caught)
+        operands = [env[n] for n in names]      # (an op may bind its result to one's name)
         self._probe(self._before, s, kind, ev)
         try:
             kind.run(self, s, ev, path)
@@ -142,6 +143,9 @@ class _Run:
         if ev.status == "ok":
             if kind.writes and s.target in env:
                 self._probe(self._written, s, kind, ev)
+            if kind.recorded_results(s):
+                self._probe(lambda s, kind, ev: self._recorded(operands, s, kind, ev), s, kind,
+                            ev)
             if dead:
                 dead.difference_update(kind.binds(s))
         elif not kind.in_place:     # a failed in-place op leaves its target bound
@@ -237,6 +241,21 @@ class _Run:
         for u in ((t if base is None else base,) if kind.writes_via_view else (t, base)):
             if u is not None and _overlapping(e.shape(u), e.stride(u)):
                 ev.overlapping_write = True
+
+    def _recorded(self, operands: list[Any], s: Stmt, kind: Any, ev: Event) -> None:
+        """Record that an op recorded a node with its tensor operands as inputs: grad mode is
+        on and a result requires grad and is none of them (a cast to a tensor's own dtype
+        returns the tensor; a view made with grad mode off requires grad as its base does,
+        MODE-9, and records nothing). Recording it read each operand's grad_fn, which rebuilds
+        that of a view an alias wrote (UNSPEC-17). Reading requires_grad reads no grad_fn: in
+        torch 2.13 it rebuilds nothing, so the probe leaves the view as the op left it."""
+        e = self.e
+        if not e.is_grad_enabled():
+            return
+        for t in (self.env[n] for n in kind.recorded_results(s) if n in self.env):
+            if e.requires_grad(t) and not any(t is u for u in operands):
+                ev.operands_recorded = True
+                return
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
         """A statement gradspec cannot express: recorded as such; it binds nothing, and its

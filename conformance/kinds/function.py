@@ -58,6 +58,7 @@ def _run(x: Any, s: Any) -> Any:
 @kind
 class Function(Kind):
     name = "function"
+    records_node = True
     param_keys = ("fn", "legacy", "outs")
     caps = ("custom_function",)
     weight = 8
@@ -191,6 +192,7 @@ APPLY_REFUSALS = frozenset({"DIRTY_LEAF", "VIEW_OF_LEAF_INPLACE", "CUSTOM_VIEW_I
 @kind
 class DirtyFunction(Kind):
     name = "dirty_function"
+    records_node = True
     param_keys = ("fn", "legacy")
     caps = ("custom_function", "inplace")
     weight = 3

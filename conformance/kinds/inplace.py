@@ -16,6 +16,7 @@ from .tensors import Call, check_index, check_op
 @kind
 class Inplace(Kind):
     name = "inplace"
+    records_node = True
     param_keys = ("fn", "kw")
     weight = 9
     doc = "target.fn(*args, **kw), or an augmented assignment. params: fn (INPLACE), kw"
@@ -86,6 +87,7 @@ class Inplace(Kind):
 @kind
 class Setitem(Kind):
     name = "setitem"
+    records_node = True
     param_keys = ("index",)
     weight = 4
     doc = "target[index] = args[0] (a name or a number). params: index"

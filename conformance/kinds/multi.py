@@ -23,6 +23,7 @@ _MOST_OUTPUTS = 4
 @kind
 class MultiView(Kind):
     name = "multi_view"
+    records_node = True
     param_keys = ("fn", "kw", "outs")
     caps = ("view_ops", "multi_views")     # view_ops: implied by views
     weight = 3

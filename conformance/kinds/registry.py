@@ -22,6 +22,7 @@ everything about the kind:
                    grad_dtypes_set,
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
+                   recorded_results,
                    hook_order_open, recorded_gradients, data_swapped, body_mode, detaches
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
@@ -85,6 +86,9 @@ class Kind:
     #                                         FUNC-14): register_hook may refuse it then
     writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
     #                                         (t[i] = v): not recorded on a view target
+    records_node: ClassVar[bool] = False    # an op that records a node with its tensor
+    #                                         operands as inputs where what it binds (a write:
+    #                                         its target) requires grad (recorded_results)
 
     # ---- the program language -----------------------------------------------------------
     def refs(self, s: Any) -> list[str]:
@@ -154,6 +158,15 @@ class Kind:
         a view an alias wrote gets its new grad_fn then, and a hook registered on it from then
         on is compared (UNSPEC-17)."""
         return []
+
+    def recorded_results(self, s: Any) -> list[str]:
+        """Names it binds to the results of an op that records a node with its tensor
+        operands (refs) as inputs where grad mode is on and one of them requires grad: the
+        executor records whether it did (Event.operands_recorded: a result requires grad and
+        is none of the operands, as a cast to a tensor's own dtype returns the tensor). Such an
+        op reads the grad_fn of each operand, a view an alias wrote too (UNSPEC-17). A write
+        is not asked: whether it recorded is Event.unrecorded and the grad mode."""
+        return self.binds(s) if self.records_node and not self.writes else []
 
     def body_mode(self, s: Any) -> tuple[bool | None, bool | None]:
         """A block's: the grad mode and the inference mode its body runs in (None: as outside

@@ -77,6 +77,7 @@ class Leaf(Kind):
 @kind
 class Call(Kind):
     name = "call"
+    records_node = True
     param_keys = ("fn", "kw")
     weight = 24
     doc = ("out = fn(*args, **kw). params: fn (FUNCTIONS), kw (dict: dim, keepdim, exponent, "
@@ -295,6 +296,7 @@ class Call(Kind):
 @kind
 class View(Kind):
     name = "view"
+    records_node = True
     param_keys = ("fn", "kw")
     weight = 7
     reweighted = ((9, 21),)     # vocabulary 9: views were 1% of the statements drawn
@@ -361,6 +363,7 @@ class View(Kind):
 @kind
 class Getitem(Kind):
     name = "getitem"
+    records_node = True
     param_keys = ("index",)
     weight = 5
     reweighted = ((9, 10),)     # vocabulary 9, with the views

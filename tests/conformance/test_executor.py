@@ -417,3 +417,57 @@ def test_an_engine_that_cannot_answer_gradspecs_own_questions_still_runs(method,
     assert [(ev.status, ev.error) for ev in t.events] == \
         [(ev.status, ev.error) for ev in reference.events]
     assert t.events[-1].value == reference.events[-1].value
+
+
+def _ops_on_a_view() -> tuple[Program, dict[str, bool]]:
+    """Ops with a view v of b = x * 1 (x requires grad) or a leaf n that does not as an
+    operand; the paths whose op records a node with its operands as inputs."""
+    def call(out, fn, *args):
+        return S("call", out=out, args=list(args), params={"fn": fn})
+
+    def unsqueeze(out, target):
+        return S("view", out=out, target=target, params={"fn": "unsqueeze", "kw": {"dim": 0}})
+    p = Program([
+        leaf("x", [1.0, 2.0, 3.0, 4.0], [2, 2]), leaf("n", [1.0, 2.0], [2], rg=False),
+        call("b", "mul", "x", 1.0), S("getitem", out="v", target="b", params={"index": [0]}),
+        call("r1", "mul", "v", 2.0), call("r2", "double", "v"),
+        call("r3", "float", "v"),                   # (5) v's own dtype: v itself, no node
+        call("r4", "gt", "v", 1.0), call("r5", "mul", "n", 2.0),    # no node; none requires grad
+        call("r6", "add", "n", "v"), unsqueeze("r7", "v"), unsqueeze("r8", "n"),
+        S("multi_view", target="v", params={"fn": "split", "kw": {"size": 1, "dim": 0},
+                                            "outs": ["r9", "r10"]}),
+        S("function", out="r11", target="v", params={"fn": "Square"}),
+        S("function", out="r12", target="n", params={"fn": "Square"}),
+        S("mode", params={"mode": "no_grad"}, body=[         # (15) a view of v requires grad
+            call("q1", "mul", "v", 2.0), unsqueeze("q2", "v"),  # there, and records nothing
+            S("getitem", out="q3", target="v", params={"index": [0]})]),
+        S("mode", params={"mode": "inference_mode"}, body=[call("q4", "mul", "v", 2.0)]),
+        call("v", "mul", "v", 2.0),                 # (17) rebinds its operand's name
+        call("z", "mul", "x", 2.0),
+        S("inplace", target="z", args=["v"], params={"fn": "add_"}),   # writes: not asked
+        S("setitem", target="z", args=["v"], params={"index": [0]})])
+    return p, {path: True for path in ("2", "3", "4", "5", "9", "10", "12", "13", "17", "18")}
+
+
+@pytest.mark.parametrize("engine", ["torch", "refimpl"])
+def test_the_executor_flags_an_op_that_recorded_its_operands(engine):
+    """Event.operands_recorded (UNSPEC-17: an op recorded with a stale view as an operand
+    reads it): grad mode on, and a result that requires grad and is none of the operands.
+    Not a cast to the tensor's own dtype, a comparison, an op of tensors none of which
+    requires grad, an op or a view with grad mode off or in inference mode, nor a write (whose
+    Event.unrecorded says it). The same on torch and refimpl; it survives JSON."""
+    p, recorded = _ops_on_a_view()
+    t = execute(p, load_engine(engine))
+    assert all(ev.status == "ok" for ev in t.events)
+    assert {ev.path: ev.operands_recorded for ev in t.events} == {
+        ev.path: recorded.get(ev.path) for ev in t.events}
+    assert Trace.from_json(json.loads(json.dumps(t.to_json()))) == t
+
+
+def test_an_engine_that_cannot_answer_whether_an_op_recorded_leaves_it_unflagged():
+    """The probe reads requires_grad of the op's results: an engine that cannot answer leaves
+    the flag unset (the view stays stale for the comparator), and the program runs on."""
+    p, _ = _ops_on_a_view()
+    t = execute(p, _unanswering("requires_grad"))
+    assert all(ev.status == "ok" for ev in t.events)
+    assert [ev.operands_recorded for ev in t.events] == [None] * len(t.events)
