@@ -32,7 +32,7 @@ Left out on purpose:
 - the calls of a hook registered on a view after a write through an alias, before anything
   read the view's grad_fn, and, for a hook that may change its gradient, what is computed
   from the view from then on (UNSPEC-17, judge/stale_views.py; an op recorded with the view
-  reads its grad_fn too, but the comparator does not count it as a read: it leaves more out);
+  as an operand reads its grad_fn too: the oracle's Event says whether its op recorded);
 - the node of a non-leaf's recorded `.grad` (retained, or among a pass's inputs) once a pass
   without create_graph followed one with it, which may have replaced it or added into it
   (UNSPEC-16; a leaf's keeps its node, DOUBLE-4);

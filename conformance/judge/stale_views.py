@@ -8,9 +8,10 @@ view with grad mode off (no_grad, inference mode: judge/grad_modes.py) or that l
 requiring grad (Event.unrecorded), a custom Function's
 forward writing what apply then refuses (FUNC-11: `Kind.wrote_if_refused`; any other refused
 write wrote nothing) and a backward adding into the `.grad` it is a view of. The next read of
-its grad_fn rebuilds it (`Kind.reads_history`; an op recorded on it reads it too, but a
-statement naming it does not tell whether its op recorded: not counted, which leaves more open
-than UNSPEC-17 does). Until then what a pass leaves in its retained `.grad` is open (RETAIN-6),
+its grad_fn rebuilds it (`Kind.reads_history`), and so does an op recorded with it as an
+operand: a statement naming it does not tell whether its op recorded, so the executor asks
+the oracle (`Kind.records_node`: Event.operands_recorded, or Event.unrecorded for a write, with
+grad mode on). Until then what a pass leaves in its retained `.grad` is open (RETAIN-6),
 and a hook put on it through Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch
 2.13 crashes registering it, or never calls it when the view had a hook before the write; on an
 output of a multi-output view or of a custom Function (`Kind.guarded_view`) it registers it or
@@ -56,6 +57,8 @@ class StaleViews:
         if self.stale:
             self.stale.difference_update(n for n in kind.reads_history(s)
                                          if not (kind.retains_target and n in self.retaining))
+            if self._recorded(s, kind, o):      # (a write through a view it makes, `v[0] =`,
+                self.stale.difference_update(kind.refs(s))  # leaves v stale again: below)
         if kind.retains_target and s.target in self.views:
             self.retaining.add(s.target)
         for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
@@ -80,14 +83,25 @@ class StaleViews:
         self._bind(s, kind)
         return hooked if hooked and kind.hook_rewrites(s) else []
 
+    def _recorded(self, s: Stmt, kind: Any, o: Event) -> bool:
+        """Whether the oracle's op recorded a node with the statement's tensor operands as
+        inputs, which reads the grad_fn of each (UNSPEC-17: "an op recorded with the view as an
+        operand"): grad mode on and, for a write, a target that requires grad after it
+        (Event.unrecorded unset), for any other op a result that requires grad and is no
+        operand (Event.operands_recorded). A statement naming a view does not tell: a
+        comparison records nothing, a cast to its own dtype returns it, a view made with grad
+        mode off requires grad and records nothing."""
+        if not kind.records_node or o.status != "ok" or not self.modes.recording(o.path):
+            return False
+        return not o.unrecorded if kind.writes else bool(o.operands_recorded)
+
     def _written(self, views: set[str]) -> None:
         self.stale |= views
 
     def unread_retained(self) -> set[str]:
         """Stale views that retain their .grad: what a pass leaves in their .grad is open
-        (RETAIN-6) until something reads their history. An op recorded on one reads it too,
-        but not every op a statement names records one (a comparison, a cast to its own
-        dtype, an operand that requires no grad): those are not counted, as for hooks."""
+        (RETAIN-6) until something reads their history, an op recorded with one as an operand
+        included (update)."""
         return self.stale & self.retaining
 
     def _bind(self, s: Stmt, kind: Any) -> None:

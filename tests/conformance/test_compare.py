@@ -1173,8 +1173,12 @@ def test_a_legacy_dirty_call_wrote_nothing_and_leaves_its_target_compared(torch_
     assert [d.path for d in compare(p, o, e)] == ["2", "3"]
 
 
-_READS = {"nothing": [], "is_leaf": [obs("v", "is_leaf")],
-          "an op recorded on it": [S("call", out="r", args=["v"], params={"fn": "sum"})]}
+_SUM_V = S("call", out="r", args=["v"], params={"fn": "sum"})
+_READS = {"nothing": [], "is_leaf": [obs("v", "is_leaf")], "an op recorded on it": [_SUM_V],
+          "an op with grad mode off": [S("mode", params={"mode": "no_grad"}, body=[_SUM_V])],
+          "a cast to its own dtype": [S("call", out="r", args=["v"], params={"fn": "float"})],
+          "a comparison": [S("call", out="r", args=["v", 1.0], params={"fn": "gt"})]}
+_READ = ("is_leaf", "an op recorded on it")     # the others read no grad_fn
 
 
 @pytest.mark.parametrize("read", list(_READS))
@@ -1182,10 +1186,10 @@ def test_a_stale_retained_views_grad_after_a_pass_is_open_until_its_history_is_r
         torch_engine, read):
     """A view that retains its gradient, written through its base: what a pass through a
     graph recorded before the write leaves in its .grad is open (UNSPEC-17, RETAIN-6) while
-    nothing has read the view's grad_fn since; after such a read it is compared. An op
-    recorded on it reads it too, but a statement does not tell whether its op recorded (a
-    comparison or a cast does not): the comparator leaves it open, as it leaves open the
-    .grad of a tensor later bound to the same name."""
+    nothing has read the view's grad_fn since; after such a read, an op recorded with the view
+    as an operand included, it is compared. An op that records nothing (grad mode off, a
+    comparison, a cast to its own dtype, which returns the view) reads nothing: open still,
+    as is the .grad of a tensor later bound to the same name."""
     p = Program([leaf("x", [1.0, 2.0, 3.0, 4.0], [4], rg=True),
                  S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
                  S("view", out="v", target="y",
@@ -1202,13 +1206,13 @@ def test_a_stale_retained_views_grad_after_a_pass_is_open_until_its_history_is_r
     o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
     n = len(p.statements)
     vgrad, xgrad, fresh = str(n - 6), str(n - 5), str(n - 1)
-    assert o.by_path()[vgrad].value == ([10.0, 10.0] if read == "nothing" else None)
+    assert o.by_path()[vgrad].value == (None if read in _READ else [10.0, 10.0])
     assert compare(p, o, e) == []
     e.by_path()[vgrad].value = [7.0, 7.0]
     e.by_path()[xgrad].value = [0.0, 9.0, 9.0, 0.0]
     e.by_path()[fresh].value = [5.0, 5.0]
     assert [d.path for d in compare(p, o, e)] == (
-        [vgrad, xgrad, fresh] if read == "is_leaf" else [xgrad])
+        [vgrad, xgrad, fresh] if read in _READ else [xgrad])
 
 
 def test_torch_refuses_every_in_place_write_before_it_counts_one():
@@ -1527,6 +1531,67 @@ def test_a_hook_statement_on_a_stale_plain_view_keeps_its_outcome_compared(torch
     e.by_path()[at].status, e.by_path()[at].error = (("error", "OTHER") if x_rg
                                                     else ("ok", None))
     assert (at, "outcome") in [(d.path, d.what) for d in compare(p, o, e)]
+
+
+_Z = S("call", out="z", args=["x", 2.0], params={"fn": "mul"})    # apart from b: its own counter
+_OPS_ON_V = {
+    "v * 2": [S("call", out="r", args=["v", 2.0], params={"fn": "mul"})],
+    "v.exp()": [S("call", out="r", args=["v"], params={"fn": "exp"})],
+    "v.double()": [S("call", out="r", args=["v"], params={"fn": "double"})],
+    "v.unsqueeze(0)": [S("view", out="r", target="v", params={"fn": "unsqueeze",
+                                                              "kw": {"dim": 0}})],
+    "v[0]": [S("getitem", out="r", target="v", params={"index": [0]})],
+    "v.split(1)": [S("multi_view", target="v", params={"fn": "split",
+                                                       "kw": {"size": 1, "dim": 0},
+                                                       "outs": ["r0", "r1"]})],
+    "Square.apply(v)": [S("function", out="r", target="v", params={"fn": "Square"})],
+    "z.add_(v)": [_Z, S("inplace", target="z", args=["v"], params={"fn": "add_"})],
+    "z[0] = v": [_Z, S("setitem", target="z", args=["v"], params={"index": [0]})],
+    "v.mul_(2)": [S("inplace", target="v", args=[2.0], params={"fn": "mul_"})],
+}
+
+
+@pytest.mark.parametrize("op", list(_OPS_ON_V))
+def test_an_op_recorded_with_a_stale_view_as_an_operand_reads_its_history(torch_engine, op):
+    """UNSPEC-17 counts an op recorded with the view as an operand as a read: torch 2.13
+    rebuilds the view's grad_fn as it records the op (a call, a view, a split, a custom
+    Function, a write into another tensor or into the view itself), and a hook registered on
+    the view after it is called. Its calls are compared: the oracle's Event says the op
+    recorded (operands_recorded; for a write, Event.unrecorded unset with grad mode on)."""
+    p = _view_then([_ADD_B], copy.deepcopy(_OPS_ON_V[op]), [_H0])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = next(ev.path for ev in o.events if ev.op == "backward")
+    assert "h1" in [c[0] for c in o.by_path()[at].hooks]
+    assert compare(p, o, e) == []
+    e.by_path()[at].hooks = [c for c in e.by_path()[at].hooks if c[0] != "h1"]
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [(at, "hooks")]
+
+
+_NOT_RECORDED = {
+    **{f"{op} with grad mode off": [S("mode", params={"mode": "no_grad"},
+                                      body=copy.deepcopy(_OPS_ON_V[op]))]
+       for op in ("v * 2", "v.unsqueeze(0)", "v[0]", "v.split(1)", "Square.apply(v)",
+                  "z.add_(v)")},
+    "v * 2 in inference mode": [S("mode", params={"mode": "inference_mode"},
+                                  body=copy.deepcopy(_OPS_ON_V["v * 2"]))],
+    "v.float(), v itself": [S("call", out="r", args=["v"], params={"fn": "float"})],
+    "v > 1, no node": [S("call", out="r", args=["v", 1.0], params={"fn": "gt"})],
+}
+
+
+@pytest.mark.parametrize("op", list(_NOT_RECORDED))
+def test_an_op_on_a_stale_view_that_records_nothing_leaves_it_stale(torch_engine, op):
+    """An op with a stale view as an operand that records no node reads nothing (grad mode
+    off, where a view made of it requires grad all the same, MODE-9; a cast to its own dtype,
+    which returns it; a comparison): torch 2.13 never calls a hook registered on the view
+    after it (it had one before the write), refimpl does, and the hook's calls stay open."""
+    p = _view_then([_ADD_B], copy.deepcopy(_NOT_RECORDED[op]), [_H0])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = next(ev.path for ev in o.events if ev.op == "backward")
+    assert [c[0] for c in o.by_path()[at].hooks] == [] != e.by_path()[at].hooks
+    assert [ev.operands_recorded for ev in o.events if ev.path.split(".")[0] == "5"] == \
+        [None] * (1 + len(p.statements[5].body))
+    assert compare(p, o, e) == []
 
 
 def test_a_pass_refused_after_adding_into_a_held_grad_leaves_its_views_stale(torch_engine):
