@@ -195,7 +195,9 @@ class _Run:
         inference tensor: which of the two a recorded op that would save it raises, where its
         operands do not fit, is open (UNSPEC-10). Asked only of such a failed statement."""
         e, env = self.e, self.env
-        if any(e.is_inference(env[n]) for n in kind.refs(s) if n in env):
+        names = [n for n in kind.refs(s) if n in env]
+        if any(e.is_inference(env[n]) for n in names) and not _shapes_fit(
+                s, kind, [tuple(e.shape(env[n])) for n in names]):
             ev.inference_operand = True
 
     def _integral_seed(self, pairs: list[tuple[str, str]], ev: Event) -> None:
@@ -272,6 +274,22 @@ class _Run:
             self.trace.events.append(Event(bp, b.op, status="skipped"))
             self.dead.update(names(b)[1])
             self._skip_body(b, bp)
+
+
+def _shapes_fit(s: Stmt, kind: Any, shapes: list[tuple[int, ...]]) -> bool:
+    """Whether the tensor operands' shapes fit the op (UNSPEC-10 opens INFERENCE_SAVED against
+    an error of no kind only where they do not; where they fit, INFER-5 fixes
+    INFERENCE_SAVED): a matmul's operands by matmul's rule, any other op's by broadcasting, and
+    a write's result must keep its target's shape."""
+    import numpy as np
+    try:
+        if s.params.get("fn") == "matmul" and len(shapes) == 2:
+            np.matmul(np.zeros(shapes[0]), np.zeros(shapes[1]))
+            return True
+        out = np.broadcast_shapes(*shapes) if shapes else ()
+    except ValueError:
+        return False
+    return not (kind.writes and shapes and tuple(out) != shapes[0])
 
 
 def _overlapping(shape: Any, stride: Any) -> bool:
