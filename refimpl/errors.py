@@ -294,6 +294,13 @@ def cast_inplace(got, want):
                         f"output type {want.c_name.capitalize()}")
 
 
+def cast_clamp(got, want):
+    """clamp_'s own check that its result fits the target (torch names C++ types): no kind."""
+    name = {"int64": "long int"}.get(want.name, want.c_name)
+    return RuntimeError(f"result type {got.c_name.capitalize()} can't be cast to the desired "
+                        f"output type {name}")
+
+
 def partial_overlap():
     return RuntimeError("unsupported operation: some elements of the input tensor and the "
                         "written-to tensor refer to a single memory location. Please clone() the "

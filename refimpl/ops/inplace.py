@@ -68,9 +68,14 @@ def check_expanded(t: Tensor) -> None:
     greater than 1 and stride 0) is refused, before the operands' shapes and dtypes are
     checked (as torch's TensorIterator checks memory first); fill_ with a number and zero_
     may write it."""
-    if t._data.size and any(s == 0 and n > 1 for n, s in
-                            zip(t._data.shape, t._be.strides(t._data), strict=True)):
+    if _overlapping(t):
         raise errors.overlapping_write()
+
+
+def _overlapping(t: Tensor) -> bool:
+    """Elements that are one memory location: a dimension of size > 1 and stride 0."""
+    return bool(t._data.size) and any(s == 0 and n > 1 for n, s in
+                                      zip(t._data.shape, t._be.strides(t._data), strict=True))
 
 
 def check_overlap(t: Tensor, other) -> None:
@@ -213,6 +218,8 @@ def inplace(op):
         if "alpha" in kwargs:  # parsed first, under the method's own name (add_, sub_)
             kwargs["alpha"] = dtypes.alpha_number(op.__name__ + "_", kwargs["alpha"])
         check_inplace(self, args + tuple(kwargs.values()))
+        if _overlapping(self) or _clamp_to_number(op, args, kwargs):
+            _own_refusal(op, self, args, kwargs)
         check_expanded(self)
         for other in args:
             check_overlap(self, other)
@@ -226,6 +233,29 @@ def inplace(op):
         return commit_inplace(self, op(self, *args, **kwargs))
     method.__name__ = op.__name__ + "_"
     return method
+
+
+def _own_refusal(op, t: Tensor, args, kwargs) -> None:
+    """Raise what the op refuses of its arguments themselves, which torch 2.13 checks before
+    the memory written (INPLACE-18): bool subtraction or negation, integers to a negative
+    power (the out-of-place op raises them), and a `clamp_` number bound whose result the
+    target's dtype cannot hold (clamp's own check; other ops' casts are checked after the
+    memory written). Shapes that do not broadcast are left for after it: the op's error then is
+    theirs."""
+    for a in args:
+        if isinstance(a, Tensor) and not broadcast.expandable(a._data.shape, t._data.shape):
+            return
+    with grad_mode.no_grad():
+        res = op(t, *args, **kwargs)
+    if _clamp_to_number(op, args, kwargs) and res._dtype.category > t._dtype.category:
+        raise errors.cast_clamp(res._dtype, t._dtype)
+
+
+def _clamp_to_number(op, args, kwargs) -> bool:
+    """A clamp_ whose bounds are numbers: torch checks its result's dtype in clamp's own
+    checks (a tensor bound goes the way of the other ops: after the memory written)."""
+    return op.__name__ == "clamp" and not any(
+        isinstance(a, Tensor) for a in (*args, *kwargs.values()))
 
 
 def clone(a, *, memory_format=preserve_format):   # CloneBackward0; saves: nothing

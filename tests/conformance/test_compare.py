@@ -2099,3 +2099,24 @@ def test_a_pass_after_writes_on_overlapping_memory_that_torch_judges_is_compared
         at = o.events[-1].path
         e.by_path()[at].value = [9.0]
     assert at in [d.path for d in compare(p, o, e)]
+
+
+@pytest.mark.clause("INFER-5", "UNSPEC-10")
+def test_inference_saved_against_an_error_of_no_kind_is_compared_where_the_shapes_fit():
+    """UNSPEC-10 opens which of INFERENCE_SAVED and an operand's shape error a recorded op
+    raises only where the shapes do not fit: where they fit, INFER-5 specifies
+    INFERENCE_SAVED, and an engine raising another error diverges."""
+    torch_engine = load_engine("torch")
+    p = Program([
+        leaf("x", [1.0, 2.0], [2], rg=True),
+        S("mode", params={"mode": "inference_mode"},
+          body=[leaf("a", [3.0, 3.0], [2], rg=False)]),
+        S("call", out="y", args=["x", "a"], params={"fn": "mul", "kw": {}}),   # shapes fit
+        obs("x", "value")])
+    o = execute(p, torch_engine)
+    assert o.by_path()["2"].error == "INFERENCE_SAVED"
+    assert not o.by_path()["2"].inference_operand          # shapes fit: no flag
+    e = copy.deepcopy(o)
+    e.by_path()["2"].error = "OTHER"                         # an engine's wrong error
+    e.by_path()["2"].message = "some unrelated failure"
+    assert [d.path for d in compare(p, o, e)] == ["2"]
