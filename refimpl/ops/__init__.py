@@ -6,6 +6,7 @@ where). Every in-place `_` variant is built from its out-of-place op by `inplace
 """
 from __future__ import annotations
 
+import numbers
 import operator
 
 from ..tensor import Tensor
@@ -72,6 +73,8 @@ def _operator(method):
     and `t != None` True (Python's identity fallback) and `t < None` raises TypeError
     (DERIV-1)."""
     def fn(self, other):
+        if isinstance(other, (Tensor, numbers.Number)):     # a complex one is refused as
+            return method(self, other)                      # before: refimpl has no complex
         try:
             return method(self, other)
         except TypeError:

@@ -25,3 +25,14 @@ def test_a_comparison_with_an_object_that_is_no_tensor_or_number(differential):
             log(f"{name} == 1", t == 1)
             log(f"{name} != 1.0", (1.0 != t).tolist())
     differential(prog)
+
+
+@pytest.mark.clause("DERIV-1")
+def test_a_complex_number_is_a_number_not_an_object_compared_by_identity():
+    """A complex operand is a Python number (torch 2.13 compares element-wise): refimpl,
+    which has no complex dtype, refuses it rather than answering False by identity."""
+    import refimpl
+    t = refimpl.tensor([1.0, 2.0])
+    for compare in (lambda: t == 1j, lambda: t != 1j, lambda: 1j == t):
+        with pytest.raises(TypeError):
+            compare()
