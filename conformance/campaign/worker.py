@@ -203,41 +203,37 @@ def work(state: tuple[Runs, dict[str, Any]], payload: tuple[str, Any], progress:
     capability) probes a capability. Returns (result, whether the worker must retire)."""
     runs, opt = state
     what, arg = payload
-    try:
-        if what == "probe":
-            # capability `arg` probed (judge/probes.py), in a worker that goes on to the
-            # next: the probes ran in one process before, and starting an engine
-            # (torch.compile) per probe costs seconds
-            from ..judge.probes import probe
-            return {"probe": probe(runs.engine, runs.oracle, arg).to_json()}, False
-        if what == "program":
-            program = Program.from_json(arg)
-            o, e, found = runs.judge(program)
-            result = {"oracle": o.to_json(), "engine": e.to_json(),
-                      "divergences": [d.to_json() for d in found],
-                      "names": [runs.oracle.name, runs.engine.name],
-                      "classes": sorted(runs.classes)}
-        else:
-            program = opt["source"](arg, opt["caps"], opt["size"])
-            result = check(program, runs.oracle, runs.engine, shrink=what == "shrink",
-                           shrink_seconds=opt["shrink_seconds"], runs=runs)
-    except SourceError as exc:      # not judged: one line, no traceback of gradspec's
-        result = {"clauses": [], "internal": str(exc)}
-    except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
-        import traceback
-        result = {"clauses": [], "internal": traceback.format_exc()}
-    return result, runs.dirty
+    if what == "probe":
+        # capability `arg` probed (judge/probes.py), in a worker that goes on to the next:
+        # the probes ran in one process before, and starting an engine (torch.compile) per
+        # probe costs seconds
+        result = _guarded(lambda: {"probe": _probe(runs, arg)})
+        return result, "probe" not in result and runs.dirty
+    return _guarded(lambda: _judged(runs, opt, what, arg)), runs.dirty
+
+
+def _probe(runs: Runs, capability: str) -> dict[str, Any]:
+    from ..judge.probes import probe
+    return probe(runs.engine, runs.oracle, capability).to_json()
+
+
+def _judged(runs: Runs, opt: dict[str, Any], what: str, arg: Any) -> dict[str, Any]:
+    """The result of a "program", "check" or "shrink" task (`work`)."""
+    if what == "program":
+        program = Program.from_json(arg)
+        o, e, found = runs.judge(program)
+        return {"oracle": o.to_json(), "engine": e.to_json(),
+                "divergences": [d.to_json() for d in found],
+                "names": [runs.oracle.name, runs.engine.name],
+                "classes": sorted(runs.classes)}
+    program = opt["source"](arg, opt["caps"], opt["size"])
+    return check(program, runs.oracle, runs.engine, shrink=what == "shrink",
+                 shrink_seconds=opt["shrink_seconds"], runs=runs)
 
 
 def _drawn(opt: dict[str, Any], seed: int) -> Program | dict[str, Any]:
     """The program of a seed, or the result of a source that could not give one."""
-    try:
-        return opt["source"](seed, opt["caps"], opt["size"])
-    except SourceError as exc:      # not judged: one line, no traceback of gradspec's
-        return {"clauses": [], "internal": str(exc)}
-    except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
-        import traceback
-        return {"clauses": [], "internal": traceback.format_exc()}
+    return _guarded(lambda: opt["source"](seed, opt["caps"], opt["size"]))
 
 
 def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[str, Any]]],
@@ -296,9 +292,12 @@ def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[
 
 
 def _guarded(f: Callable[[], Any]) -> Any:
-    """f(), or the result of a program on which gradspec failed (its traceback)."""
+    """f(), or the result of a program gradspec could not judge: a program source's failure
+    (one line, no traceback of gradspec's), or gradspec's own (its traceback)."""
     try:
         return f()
+    except SourceError as exc:
+        return {"clauses": [], "internal": str(exc)}
     except Exception:  # noqa: BLE001 - a gradspec bug, reported with its traceback
         import traceback
         return {"clauses": [], "internal": traceback.format_exc()}
