@@ -276,8 +276,7 @@ class Pool:
                             slot.stop()
                             slots[i] = slot = _Slot(self)
                         tasks = self._take(queue, len(slots))
-                        slot.give(*tasks, batch=self.batch > 1 and tasks[0].batchable
-                                  and not tasks[0].fresh)
+                        slot.give(*tasks, batch=self._batches(tasks[0]))
                 busy = [s for s in slots if s.task is not None]
                 ready = wait([s.conn for s in busy], timeout=max(0.0, min(
                     s.deadline for s in busy) - time.monotonic()))
@@ -298,11 +297,15 @@ class Pool:
         and at most the queue's share per worker, so that no worker idles at the end while
         another holds a long batch."""
         tasks = [queue.pop()]
-        if self.batch > 1 and tasks[0].batchable and not tasks[0].fresh:
+        if self._batches(tasks[0]):
             n = min(self.batch, -(-(len(queue) + 1) // workers))
-            while len(tasks) < n and queue and queue[-1].batchable and not queue[-1].fresh:
+            while len(tasks) < n and queue and self._batches(queue[-1]):
                 tasks.append(queue.pop())
         return tasks
+
+    def _batches(self, task: Task) -> bool:
+        """Whether `task` goes to work_batch (a fresh task runs alone, through work)."""
+        return self.batch > 1 and task.batchable and not task.fresh
 
     def _step(self, slot: _Slot, ready: bool, finish, queue: list[Task]) -> bool:
         """Handle what a busy worker said, or its silence; False when it must be replaced."""
