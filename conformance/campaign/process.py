@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import multiprocessing as mp
 import os
 import signal
@@ -17,10 +18,13 @@ import time
 from . import signals
 
 FORK_SAFE = frozenset({"torch", "refimpl"})
-# imported once by a forkserver, so that each worker forked from it starts warm; never the
-# engines themselves (they are imported in the workers)
+# imported once by a forkserver, or by the process that forks the workers itself (`context`),
+# so that each worker starts warm; never the engines themselves (they are imported in the
+# workers). torch._dynamo: the first backward through one of torch 2.13's Python-written
+# formulas imports it (torch/_compile.py, _disable_dynamo; an abs differentiated twice does),
+# 1.1 s of CPU that each worker would pay, on the time limit of the program it runs then
 PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.symbolic_shapes",
-           "conformance.campaign.runner"]
+           "torch._dynamo", "conformance.campaign.runner"]
 PATH_BYTES = 128
 NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
 WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}
@@ -50,6 +54,10 @@ def context(specs: list[str], device: str):
     ctx = mp.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(PRELOAD)
+    elif method == "fork" and "torch" in sys.modules:
+        for name in PRELOAD:        # (none of them starts a thread: safe to fork after)
+            with contextlib.suppress(Exception):     # only a saving of time, never fatal
+                importlib.import_module(name)
     return ctx
 
 

@@ -2,6 +2,8 @@
 one-line errors for everything that can go wrong (clear before a run starts)."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from conformance.engines import EngineError, load_engine
@@ -20,18 +22,40 @@ def test_torch_by_name():
     assert e.version.startswith("2.") and e.render_prelude() == "import torch"
 
 
-def test_torch_pays_its_lazy_imports_at_load():
-    """The first backward given a gradient tensor imports sympy (seconds): at load, in a fresh
-    process, so that no program's timeout pays it."""
+# a pass through a Python-written formula: abs's gradient differentiated again with
+# create_graph imports torch._dynamo in torch 2.13 (torch/_compile.py, _disable_dynamo)
+_DYNAMO_PASS = ("import torch\n"
+                "x = torch.tensor([1.0, -0.375, 1.25], dtype=torch.float64, requires_grad=True)\n"
+                "g, = torch.autograd.grad(x.abs().sum(), x, create_graph=True)\n"
+                "before = set(sys.modules)\n"
+                "(g * x).sum().backward(create_graph=True)\n"
+                "print(sorted(m for m in set(sys.modules) - before if 'dynamo' in m)[:3])\n")
+
+
+@pytest.mark.parametrize("forking, imported_by_the_pass", [
+    (True, "[]"),           # paid before forking: the pass imports nothing of dynamo's
+    (False, "['torch._dynamo', "),      # why: without it, the pass imports it
+])
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork on Linux only")
+def test_torch_pays_its_lazy_imports_before_workers_start(forking, imported_by_the_pass):
+    """The first backward given a gradient tensor imports sympy (at load: seconds), and the
+    first through one of torch's Python-written formulas torch._dynamo (1 s): paid before a
+    campaign forks its workers (campaign/process.py, PRELOAD), so that no program's timeout
+    pays them and no worker pays them again; neither starts a thread in the process that
+    forks. A load alone, which forks nothing, does not pay the second."""
     import subprocess
-    import sys
-    code = ("import sys\nfrom conformance.engines import load_engine\n"
-            "assert 'torch.fx.experimental.symbolic_shapes' not in sys.modules\n"
+    code = ("import sys, threading\nfrom conformance.engines import load_engine\n"
             "load_engine('torch')\n"
-            "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
+            "assert 'torch.fx.experimental.symbolic_shapes' in sys.modules, 'not at load'\n"
+            "assert 'torch._dynamo' not in sys.modules, 'dynamo at load'\n"
+            + ("from conformance.campaign.process import context\n"
+               "assert context(['refimpl', 'torch'], 'cpu').get_start_method() == 'fork'\n"
+               "assert threading.active_count() == 1, 'a thread started'\n"
+               if forking else "") + _DYNAMO_PASS)
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().startswith(imported_by_the_pass), r.stdout
 
 
 def test_import_path_factory_gets_the_device():
