@@ -12,9 +12,12 @@ generation alone, each engine's executor runs alone, the comparison alone, the f
 campaign worker's per-program work (conformance/campaign/worker.py) in this process, and
 `gradspec run`'s loop itself in one worker process (by the worker's CPU time). The *execution
 floor* is the two executor runs alone; the loop's throughput over the floor's (floor seconds /
-loop seconds) says how much of the loop is the engines' own work. Each stage frees what it
-makes as it goes, as the loop does: results kept for the whole stage would be traversed by each
-of its full garbage collections, a cost charged to the stage that the loop never pays.
+loop seconds) says how much of the loop is the engines' own work. The loop shares two things
+between a program's runs that the floor's runs alone cannot: a paused collector, and the check
+of the program's statements; the loop is also set against floors that share them. Each stage
+frees what it makes as it goes, as the loop does: results kept for the whole stage would be
+traversed by each of its full garbage collections, a cost charged to the stage that the loop
+never pays.
 
 Targets (benchmarks/README.md): >= 200 programs/s per core for ~20-statement programs,
 2 workers >= 1.7x serial, and the loop at >= 0.8 of the execution floor. Results are printed
@@ -154,8 +157,8 @@ def _timed(f) -> tuple[float, object]:
     return time.process_time() - t, out
 
 
-STAGES = ("generation", "oracle", "engine", "paused", "both", "blocks", "comparison", "loop",
-          "runner", "per_program", "campaign")
+STAGES = ("generation", "oracle", "engine", "paused", "shared", "both", "blocks", "comparison",
+          "loop", "runner", "per_program", "campaign")
 BATCH = PROGRAMS_A_BATCH     # as gradspec run's workers batch them
 BLOCK = 30      # programs each engine runs in a row in the "blocks" stage
 WARM = 20       # programs of the campaign run whose cost is taken as its fixed cost
@@ -164,18 +167,19 @@ WARM = 20       # programs of the campaign run whose cost is taken as its fixed 
 def batched(seeds, size, oracle, engine, caps, k: int = BATCH) -> int:
     """The full loop as gradspec run's workers make it (campaign/worker.py, work_batch): over
     batches of k programs, generate k, run them all on the oracle, then each on the engine
-    and compare, the collector paused for each batch; its number of divergences. Each engine
-    then runs programs back to back, as in the floor, instead of in turn with the other
-    engine and the generator."""
+    and compare, the collector paused for each batch, each program's statements checked once
+    for its two runs; its number of divergences. Each engine then runs programs back to back,
+    as in the floor, instead of in turn with the other engine and the generator."""
     n = 0
     for i in range(0, len(seeds), k):
         gc.disable()
         try:
             ps = [program_for_seed(s, caps, size) for s in seeds[i:i + k]]
-            ours = [execute(p, oracle) for p in ps]
-            for p, o in zip(ps, ours, strict=True):
-                n += len(compare(p, o, execute(p, engine)))
-            del ps, ours
+            checks: list[set[int]] = [set() for _ in ps]
+            ours = [execute(p, oracle, checked=c) for p, c in zip(ps, checks, strict=True)]
+            for p, o, c in zip(ps, ours, checks, strict=True):
+                n += len(compare(p, o, execute(p, engine, checked=c)))
+            del ps, ours, checks
         finally:
             gc.enable()
     return n
@@ -262,6 +266,16 @@ def _run_paused(programs, oracle, engine, k: int = BATCH) -> None:
                 gc.enable()
 
 
+def _run_shared(programs, oracle, engine) -> None:
+    """The floor's runs (each engine's alone) with each program's statements checked once for
+    its two runs, as the loop checks them (judge/executor.py, execute's `checked`): the floor
+    the loop would be measured against if sharing the check were not part of the loop."""
+    checks = [set() for _ in programs]
+    for e in (oracle, engine):
+        for p, c in zip(programs, checks, strict=True):
+            execute(p, e, checked=c)
+
+
 def _run_blocks(programs, oracle, engine, k: int = BLOCK) -> None:
     """The programs in blocks of k: the block on the oracle, then on the engine, nothing
     kept. The same runs as "both" (each program on each engine), the engines switching every
@@ -275,11 +289,12 @@ def _run_blocks(programs, oracle, engine, k: int = BLOCK) -> None:
 
 def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, float]:
     """Best-of-`repeat` CPU seconds of each stage on the same seeds, the stages alternating
-    within each round: generation; the oracle's executor runs alone, then the engine's; both
-    runs of each program in turn, as the loop makes them; both runs in blocks of BLOCK
-    programs per engine; the comparison; the full loop (all
-    of it per program); the campaign worker's per-program work in this process (runner); the
-    loop in batches; and, given the engines' `specs`, gradspec run's own loop (campaign: the
+    within each round: generation; the oracle's executor runs alone, then the engine's; the
+    floor's runs with the collector paused per batch (paused) and with each program checked
+    once (shared), as the loop runs them; both runs of each program in turn; both runs in
+    blocks of BLOCK programs per engine; the comparison; the loop in batches; the campaign
+    worker's per-program work in this process (runner); the loop one program at a time
+    (per_program); and, given the engines' `specs`, gradspec run's own loop (campaign: the
     worker's CPU time, and the parent's apart). Each stage but the comparison frees its
     results as it goes, as the loop does; the programs they run are drawn beforehand."""
     best = dict.fromkeys(STAGES, float("inf"))
@@ -296,6 +311,7 @@ def stages(seeds, size, oracle, engine, caps, repeat, specs=None) -> dict[str, f
         keep("oracle", lambda ps=programs: _run_all(ps, oracle))
         keep("engine", lambda ps=programs: _run_all(ps, engine))
         keep("paused", lambda ps=programs: _run_paused(ps, oracle, engine))
+        keep("shared", lambda ps=programs: _run_shared(ps, oracle, engine))
         keep("both", lambda ps=programs: _run_all(ps, oracle, engine))
         keep("blocks", lambda ps=programs: _run_blocks(ps, oracle, engine))
         traces = [(execute(p, oracle), execute(p, engine)) for p in programs]
@@ -329,6 +345,8 @@ def stage_figures(best: dict[str, float], n: int) -> dict[str, float | None]:
            "per_program_loop_vs_floor": round(floor / ms["per_program"], 3),
            # against the floor's runs with the collector paused as the loop pauses it
            "loop_vs_paused_floor": round(ms["paused"] / ms["loop"], 3),
+           # against the floor's runs checking each program once, as the loop checks it
+           "loop_vs_shared_floor": round(ms["shared"] / ms["loop"], 3),
            "generation_ms_for_0.8": round(gen_for_target, 4) if gen_for_target > 0 else None,
            "generation_speedup_for_0.8": (round(ms["generation"] / gen_for_target, 2)
                                           if gen_for_target > 0 else None)}
@@ -351,6 +369,8 @@ def print_stages(f: dict[str, float | None], oracle: str, engine: str) -> None:
           f"{f['per_program_ms']:.3f} ms, {f['per_program_loop_vs_floor']:.2f} of the floor)")
     print(f"  the floor's runs with the collector paused as the loop pauses it: "
           f"{f['paused_ms']:.3f} ms; the loop is {f['loop_vs_paused_floor']:.2f} of that")
+    print(f"  the floor's runs checking each program's statements once, as the loop checks them: "
+          f"{f['shared_ms']:.3f} ms; the loop is {f['loop_vs_shared_floor']:.2f} of that")
     print(f"  gradspec run's per-program work (campaign/worker.py), in this process: "
           f"{f['runner_ms']:.3f} ms, {f['runner_vs_floor']:.2f} of the floor")
     if "campaign_ms" in f:

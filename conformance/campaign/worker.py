@@ -103,15 +103,17 @@ class Runs:
         self.classes = frozenset(engine.classes if classes is None else classes)
         self.dirty = False
 
-    def run(self, program: Program, engine: Engine, who: int) -> tuple[Trace, bool | None]:
-        """One hermetic run: (trace, grad mode after it)."""
+    def run(self, program: Program, engine: Engine, who: int, checked: set[int] | None = None
+            ) -> tuple[Trace, bool | None]:
+        """One hermetic run: (trace, grad mode after it). `checked`: shared by the runs of
+        one program, which check its statements once (judge/executor.py, execute)."""
         if not reset_grad_mode(engine):
             self.dirty = True
         on = None
         if self.progress is not None:
             self.progress.running(who)
             on = self.progress.statement
-        trace = execute(program, engine, on)
+        trace = execute(program, engine, on, checked)
         after = grad_mode(engine)
         if after is False and not reset_grad_mode(engine):
             self.dirty = True
@@ -120,16 +122,18 @@ class Runs:
     def judge(self, program: Program, on_engine: Callable[[], None] | None = None
               ) -> tuple[Trace, Trace, list[Divergence]]:
         """Both runs and their divergences, a grad-mode leak first."""
-        o, o_mode = self.run(program, self.oracle, ORACLE)
+        checked: set[int] = set()
+        o, o_mode = self.run(program, self.oracle, ORACLE, checked)
         if on_engine:
             on_engine()
-        return self.against(program, o, o_mode)
+        return self.against(program, o, o_mode, checked)
 
-    def against(self, program: Program, o: Trace, o_mode: bool | None
-                ) -> tuple[Trace, Trace, list[Divergence]]:
+    def against(self, program: Program, o: Trace, o_mode: bool | None,
+                checked: set[int] | None = None) -> tuple[Trace, Trace, list[Divergence]]:
         """The engine's run of a program the oracle ran (trace `o`, grad mode after it
-        `o_mode`), and their divergences, a grad-mode leak first."""
-        e, e_mode = self.run(program, self.engine, ENGINE)
+        `o_mode`, the statements it checked `checked`), and their divergences, a grad-mode
+        leak first."""
+        e, e_mode = self.run(program, self.engine, ENGINE, checked)
         found = compare(program, o, e, self.relief(program, o))
         if o_mode is not None and e_mode is not None and o_mode != e_mode:
             self.dirty = True
@@ -248,36 +252,39 @@ def work_batch(state: tuple[Runs, dict[str, Any]], items: list[tuple[int, tuple[
     evict of each other's caches; and the collector is paused while the batch's programs and
     traces are alive, since each collection it triggered would traverse them with everything
     torch and numpy keep alive (benchmarks/README.md measures both). A program's time limit
-    counts its own drawing and runs (Progress.resume). A run that leaves an engine's grad mode
+    counts its own drawing and runs (Progress.resume). The engine's run of a program does not
+    check again the statements the oracle's run checked (execute's `checked`). A run that
+    leaves an engine's grad mode
     where it cannot be reset (the worker must retire) ends the oracle's runs there: that
     program is judged, the others of the batch run elsewhere."""
     runs, opt = state
     paused = gc.isenabled()
     gc.disable()
     try:
-        drawn: list[list[Any]] = []     # [index, program or its result, time used, oracle's run]
+        # [index, program or its result, time used, oracle's run, the statements it checked]
+        drawn: list[list[Any]] = []
         for index, (_, seed) in items:
             progress.begin(index)
             start = time.monotonic()
-            drawn.append([index, _drawn(opt, seed), time.monotonic() - start, None])
+            drawn.append([index, _drawn(opt, seed), time.monotonic() - start, None, set()])
         for entry in drawn:
-            index, program, used, _ = entry
+            index, program, used, _, checked = entry
             if isinstance(program, dict):
                 continue
             progress.resume(index, used)
             start = time.monotonic()
-            entry[3] = _guarded(lambda p=program: runs.run(p, runs.oracle, ORACLE))
+            entry[3] = _guarded(lambda p=program, c=checked: runs.run(p, runs.oracle, ORACLE, c))
             entry[2] = used + time.monotonic() - start
             if runs.dirty:
                 drawn = [entry]
                 break
-        for index, program, used, oracle in drawn:
+        for index, program, used, oracle, checked in drawn:
             if isinstance(program, dict) or isinstance(oracle, dict):
                 yield index, program if isinstance(program, dict) else oracle, runs.dirty
                 continue
             progress.resume(index, used)
-            result = _guarded(lambda p=program, o=oracle: judged_result(
-                runs, p, *runs.against(p, *o)))
+            result = _guarded(lambda p=program, o=oracle, c=checked: judged_result(
+                runs, p, *runs.against(p, *o, c)))
             # the young garbage (this program's cycles, and the oracle's before the first) is
             # freed now, on this task's clock and record: its finalizers (an engine's native
             # handles) never run between batches, where a crash or hang in them would be

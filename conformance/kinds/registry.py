@@ -111,7 +111,9 @@ class Kind:
         return list(self.caps)
 
     def check(self, s: Any, where: str) -> None:
-        """Raise ProgramError (conformance/lang/program.py) for a malformed field."""
+        """Raise ProgramError (conformance/lang/program.py) for a malformed field. It depends
+        on the statement alone (`where` only names it), never on a run: the runs of one
+        program may share their checks (judge/executor.py, execute's `checked`)."""
 
     # ---- what spec/unspecified.md leaves open (the comparator) ----------------------------
     def stored_grads(self, s: Any) -> list[tuple[str, str]]:

@@ -297,6 +297,37 @@ def test_malformed_statements_are_harness_errors_on_every_engine():
             assert all(e.status == "skipped" for e in ev.values() if e.path.startswith("1."))
 
 
+def test_runs_sharing_their_checks_report_what_runs_alone_report():
+    """Two runs of one program sharing `checked` (a campaign's oracle run, then its engine
+    run) give the traces two runs alone give: a malformed statement is a harness error in
+    both, checked again in the second."""
+    torch_engine, ref = load_engine("torch"), load_engine("refimpl")
+    for what, bad in malformed():
+        p = Program([leaf("x", [1.0, 2.0], [2]), bad, obs("x", "value"), obs("y", "value")])
+        checked: set[int] = set()
+        shared = [execute(p, e, checked=checked).to_json() for e in (torch_engine, ref)]
+        assert shared == [execute(p, e).to_json() for e in (torch_engine, ref)], what
+        assert id(p.statements[1]) not in checked and id(p.statements[0]) in checked, what
+
+
+def test_runs_sharing_their_checks_check_each_statement_once(monkeypatch):
+    from conformance.kinds import KINDS
+    calls: list[str] = []
+    for kind in KINDS.values():
+        monkeypatch.setattr(kind, "check", lambda s, path, f=kind.check: (
+            calls.append(path), f(s, path))[1])
+    p = sample()
+    paths = [path for path, _ in p.walk()]
+    execute(p, load_engine("torch"))
+    execute(p, load_engine("refimpl"))
+    assert sorted(calls) == sorted(paths * 2)        # alone: each run checks every statement
+    calls.clear()
+    checked: set[int] = set()
+    execute(p, load_engine("torch"), checked=checked)
+    execute(p, load_engine("refimpl"), checked=checked)
+    assert sorted(calls) == sorted(paths)            # shared: once
+
+
 def test_harness_error_names_the_statement_and_the_field():
     t = execute(Program([leaf("x", [1.0], [1]), obs("x", "valu")]), load_engine("torch"))
     assert t.events[1].message == "ProgramError: statement 1: params.what: unknown what 'valu'"

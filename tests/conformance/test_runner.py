@@ -269,6 +269,32 @@ def test_a_batch_judges_each_program_as_it_is_judged_alone(source_of):
     assert want or source_of == "generator"
 
 
+def test_a_programs_two_runs_check_its_statements_once(monkeypatch):
+    """worker.work_batch and Runs.judge: the engine's run does not check again what the
+    oracle's run of the same program checked (judge/executor.py, execute's `checked`)."""
+    from conformance.campaign import worker
+    from conformance.campaign.runner import default_source
+    from conformance.engines import load_engine
+    from conformance.kinds import KINDS
+    calls: list[str] = []
+    for kind in KINDS.values():
+        monkeypatch.setattr(kind, "check", lambda s, path, f=kind.check: (
+            calls.append(path), f(s, path))[1])
+    engine, oracle = load_engine("refimpl"), load_engine("torch")
+    caps = frozenset(oracle.capabilities) & frozenset(engine.capabilities)
+    opt = {"source": default_source, "caps": caps, "size": 12, "shrink_seconds": 5.0}
+    progress = Progress(mp.get_context())
+    runs = worker.Runs(engine, oracle, progress)
+    seeds = program_seeds(4, 3)
+    statements = sum(len(list(default_source(s, caps, 12).walk())) for s in seeds)
+    out = list(worker.work_batch((runs, opt), [(i, ("check", s)) for i, s in enumerate(seeds)],
+                                 progress))
+    assert len(out) == len(seeds) and len(calls) == statements
+    calls.clear()
+    runs.judge(default_source(seeds[0], caps, 12))
+    assert len(calls) == len(list(default_source(seeds[0], caps, 12).walk()))
+
+
 def test_a_batch_whose_oracle_cannot_be_reset_judges_that_program_alone():
     """A run after which an engine's grad mode cannot be reset makes the worker retire: the
     program whose oracle's run did that is judged (as one alone would be), and the others of
@@ -278,8 +304,8 @@ def test_a_batch_whose_oracle_cannot_be_reset_judges_that_program_alone():
     from conformance.engines import load_engine
 
     class Stuck(worker.Runs):
-        def run(self, program, engine, who):
-            out = super().run(program, engine, who)
+        def run(self, program, engine, who, checked=None):
+            out = super().run(program, engine, who, checked)
             if who == ORACLE and program.seed == seeds[2]:
                 self.dirty = True
             return out
