@@ -14,7 +14,8 @@ campaign worker's per-program work (conformance/campaign/worker.py) in this proc
 floor* is the two executor runs alone; the loop's throughput over the floor's (floor seconds /
 loop seconds) says how much of the loop is the engines' own work. The loop shares two things
 between a program's runs that the floor's runs alone cannot: a paused collector, and the check
-of the program's statements; the loop is also set against floors that share them. Each stage
+of the program's statements; the loop is also set against a floor that pauses the collector
+as the loop does, and one that checks each program once as the loop does. Each stage
 frees what it makes as it goes, as the loop does: results kept for the whole stage would be
 traversed by each of its full garbage collections, a cost charged to the stage that the loop
 never pays.
@@ -64,9 +65,11 @@ def _engines(engine: str, oracle: str):
 
 
 def one(seed: int, size: int, oracle, engine, caps) -> int:
-    """The full loop for one program; returns its number of divergences."""
-    p = program_for_seed(seed, caps, size)
-    return len(compare(p, execute(p, oracle), execute(p, engine)))
+    """The full loop for one program, its statements checked once for its two runs as in
+    `batched`; returns its number of divergences."""
+    p, checked = program_for_seed(seed, caps, size), set()
+    return len(compare(p, execute(p, oracle, checked=checked),
+                       execute(p, engine, checked=checked)))
 
 
 def _init(engine: str, oracle: str, size: int) -> None:
@@ -91,7 +94,8 @@ def serial(seeds, size, oracle, engine, caps, loop=None) -> tuple[float, int, fl
 
 def per_program(seeds, size, oracle, engine, caps) -> int:
     """The full loop one program at a time (`one`): the loop before gradspec run's workers
-    took batches."""
+    took batches (each program's check shared, as now, so that the two differ by batching
+    alone)."""
     return sum(one(s, size, oracle, engine, caps) for s in seeds)
 
 
@@ -269,7 +273,7 @@ def _run_paused(programs, oracle, engine, k: int = BATCH) -> None:
 def _run_shared(programs, oracle, engine) -> None:
     """The floor's runs (each engine's alone) with each program's statements checked once for
     its two runs, as the loop checks them (judge/executor.py, execute's `checked`): the floor
-    the loop would be measured against if sharing the check were not part of the loop."""
+    to measure the loop against when sharing the check is not credited to the loop."""
     checks = [set() for _ in programs]
     for e in (oracle, engine):
         for p, c in zip(programs, checks, strict=True):

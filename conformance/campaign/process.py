@@ -19,12 +19,11 @@ from . import signals
 
 FORK_SAFE = frozenset({"torch", "refimpl"})
 # imported once by a forkserver, or by the process that forks the workers itself (`context`),
-# so that each worker starts warm; never the engines themselves (they are imported in the
-# workers). torch._dynamo: the first backward through one of torch 2.13's Python-written
-# formulas imports it (torch/_compile.py, _disable_dynamo; an abs differentiated twice does),
-# 1.1 s of CPU that each worker would pay, on the time limit of the program it runs then
-PRELOAD = ["conformance.importpath", "numpy", "torch", "torch.fx.experimental.symbolic_shapes",
-           "torch._dynamo", "conformance.campaign.runner"]
+# so that each worker starts warm (torch_warm: torch's lazy imports, which each worker would
+# otherwise pay on a program's clock); never the engines themselves (they are imported in the
+# workers). A one-program pool (a replay) pays them too, about 1 s, for that reason.
+PRELOAD = ["conformance.importpath", "numpy", "torch", "conformance.campaign.torch_warm",
+           "conformance.campaign.runner"]
 PATH_BYTES = 128
 NOT_STARTED, ORACLE, ENGINE = 0, 1, 2
 WHO = {NOT_STARTED: "the worker", ORACLE: "the oracle", ENGINE: "the engine"}

@@ -332,8 +332,10 @@ def execute(program: Program, engine: Engine,
     check. Those are not checked again, and those that pass now are added. A check depends on
     the statement alone (Kind.check), so a second run's verdicts are the first's; a statement
     that failed is checked, and reported, again. The caller must not change the program
-    between runs that share the set. Checking a generated program's statements costs about
-    0.15 ms of a run's 1 ms (benchmarks/README.md)."""
+    between runs that share the set, nor may an engine change what it is handed of it (a
+    leaf's values and shape, an op's settings: the program's own lists and dicts). Checking
+    a generated program's statements costs about 0.15 ms of a run's 1 ms
+    (benchmarks/README.md)."""
     run = settled(program, engine, on_statement, checked=checked)
     trace = run.trace
     run.release()
