@@ -25,6 +25,7 @@ from .ops import discrete as _disc
 from .ops import elementwise as _ew
 from .ops import inplace as _ip
 from .ops import linalg as _la
+from .ops import power as _power
 from .ops import reduce as _red
 from .ops import split as _split
 from .ops import views as _views
@@ -55,7 +56,7 @@ def is_tensor(obj):
 
 
 # functional forms: torch.exp(x), torch.add(x, y), ...
-add, sub, mul, div, neg, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.neg, _ew.pow
+add, sub, mul, div, neg, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.neg, _power.pow
 exp, log, sin, cos, tanh, sigmoid = _ew.exp, _ew.log, _ew.sin, _ew.cos, _ew.tanh, _ew.sigmoid
 sqrt = _ew.sqrt
 relu, abs, clamp, clip, reciprocal = _ew.relu, _ew.abs, _ew.clamp, _ew.clamp, _ew.reciprocal  # noqa: A001

@@ -1,8 +1,9 @@
 """The op set, attached to Tensor as methods and Python operators (GRAPH-3, INPLACE-13).
 
-Families live in their own modules: elementwise, reduce, linalg, views (movement and indexing),
-split (the views that come several at once), inplace, discrete (zero-derivative ops, casts,
-where). Every in-place `_` variant is built from its out-of-place op by `inplace`.
+Families live in their own modules: elementwise, power (pow and `__rpow__`), reduce, linalg,
+views (movement and indexing), split (the views that come several at once), inplace, discrete
+(zero-derivative ops, casts, where). Every in-place `_` variant is built from its out-of-place
+op by `inplace`.
 """
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import numbers
 import operator
 
 from ..tensor import Tensor
-from . import discrete, linalg, reduce, split, views
+from . import discrete, linalg, power, reduce, split, views
 from . import elementwise as ew
 from . import inplace as ip
 
 _METHODS = {
-    "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": ew.pow,
+    "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "neg": ew.neg, "pow": power.pow,
     "exp": ew.exp, "sqrt": ew.sqrt, "log": ew.log, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh,
     "sigmoid": ew.sigmoid, "relu": ew.relu, "abs": ew.abs, "clamp": ew.clamp,
     "reciprocal": ew.reciprocal,
@@ -49,8 +50,8 @@ Tensor.__mul__ = Tensor.__rmul__ = ew.mul
 Tensor.__truediv__ = ew.div
 Tensor.__rtruediv__ = ew.rdiv
 Tensor.__neg__ = ew.neg
-Tensor.__pow__ = ew.pow
-Tensor.__rpow__ = ew.rpow
+Tensor.__pow__ = power.pow
+Tensor.__rpow__ = power.rpow
 Tensor.__abs__ = ew.abs
 Tensor.__matmul__ = linalg.matmul
 Tensor.__rmatmul__ = lambda self, other: linalg.matmul(other, self)
