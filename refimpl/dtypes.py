@@ -71,11 +71,10 @@ def grad_dtype_set(t, value) -> dtype | None:
     return value
 
 
-def alpha_value(op: str, operands, alpha):
-    """The `alpha` of `add`/`sub` as torch checks it: a Python number or a 0-d tensor (read as
-    its number); a bool only for a bool result, a float not for an integer one, never a complex
-    number. A bool result takes it as a bool, so `a + alpha * b` stays a bool."""
-    alpha = alpha_number(op, alpha)
+def alpha_value(operands, alpha):
+    """The `alpha` of `add`/`sub`, a number (alpha_number), as torch's alpha_check checks it
+    against the result's dtype: a bool only for a bool result, a float not for an integer one,
+    never a complex number. A bool result takes it as a bool, so `a + alpha * b` stays a bool."""
     out = result_type(operands)
     if isinstance(alpha, bool) and out is not bool_:
         raise errors.alpha_bool()

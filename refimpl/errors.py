@@ -272,13 +272,13 @@ def invalid_gradient(name: str, i: int, got, want):
 _MASK = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
 
 
-def bool_arithmetic(op: str, tensors):  # no spec kind: torch refuses - and relu on bool
+def bool_arithmetic(op: str, bools: int):  # no spec kind: torch refuses - and relu on bool
     if op == "neg":
         return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                             + _MASK)
     if op == "relu":
         return RuntimeError("Boolean inputs not supported for relu")
-    if sum(t._dtype.name == "bool" for t in tensors) == 2:
+    if bools == 2:
         return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                             "supported. Use the `^` or `logical_xor()` operator instead.")
     return RuntimeError(f"Subtraction, the `-` operator, with a bool tensor is not supported. "

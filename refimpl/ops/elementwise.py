@@ -80,10 +80,12 @@ def _cast(t: Tensor, want):
 
 def _no_bool(op: str, *operands) -> None:
     """torch refuses subtraction, negation and relu of a bool tensor (a mask is inverted with
-    `~`); refimpl's arrays would compute them."""
-    tensors = [t for t in operands if isinstance(t, Tensor)]
-    if any(t._dtype.name == "bool" for t in tensors):
-        raise errors.bool_arithmetic(op, tensors)
+    `~`), a Python bool counting as one (torch wraps it as a bool tensor: `t - True` is
+    refused, `b - True` is two bool tensors); refimpl's arrays would compute them."""
+    bools = sum(isinstance(o, bool) or (isinstance(o, Tensor) and o._dtype is dtypes.bool_)
+                for o in operands)
+    if bools:
+        raise errors.bool_arithmetic(op, bools)
 
 
 def _floating(a: Tensor):
@@ -93,10 +95,20 @@ def _floating(a: Tensor):
 
 # ======================= binary arithmetic =======================
 
-def add(a, b, alpha=1):                     # saves: nothing
-    alpha = dtypes.alpha_value("add", (a, b), alpha)
+def _with_alpha(op: str, a, b, alpha):
+    """The operands of add or sub, b scaled by alpha, checked in torch's order: alpha parsed as
+    a number, sub's refusal of bool, then alpha against the result's dtype."""
+    alpha = dtypes.alpha_number(op, alpha)
+    if op == "sub":
+        _no_bool("sub", a, b)
+    alpha = dtypes.alpha_value((a, b), alpha)
     x, y, be = _operands(a, b)
     y = y * alpha if alpha != 1 else y
+    return x, y, be, alpha
+
+
+def add(a, b, alpha=1):                     # saves: nothing
+    x, y, be, alpha = _with_alpha("add", a, b, alpha)
     out, _ = record(_laid_out(operator.add, x, y, be), be, "AddBackward0", _add_bw, (a, b),
                     alpha)
     return out
@@ -107,10 +119,7 @@ def _add_bw(node, g):
 
 
 def sub(a, b, alpha=1):                     # saves: nothing
-    _no_bool("sub", a, b)
-    alpha = dtypes.alpha_value("sub", (a, b), alpha)
-    x, y, be = _operands(a, b)
-    y = y * alpha if alpha != 1 else y
+    x, y, be, alpha = _with_alpha("sub", a, b, alpha)
     out, _ = record(_laid_out(operator.sub, x, y, be), be, "SubBackward0", _sub_bw, (a, b),
                     alpha)
     return out

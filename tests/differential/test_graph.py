@@ -317,3 +317,39 @@ def test_ops_torch_has_no_bool_version_of_refuse_bool_tensors(differential, shap
         except RuntimeError as exc:
             log("i.clamp_(0.5, 1.5)", str(exc).split(" to the desired")[0])
     differential(prog)
+
+
+SHAPES = {(): 1, (3,): [1, 0, 2], (2, 2): [[1, 0], [2, 3]]}
+DTYPES = ("int64", "float32", "float64", "bool")
+
+
+def _isub(t, other):
+    t -= other
+    return t
+
+
+@pytest.mark.clause("GRAPH-3")
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_subtraction_with_a_python_bool_is_refused_as_with_a_bool_tensor(differential, shape):
+    """torch wraps a Python bool operand of `-` as a bool tensor, so subtracting True or False
+    is refused whatever the tensor's dtype (a bool tensor with a Python bool is "two bool
+    tensors"), in every form, with or without alpha; its refusal comes after alpha is parsed as
+    a number and before alpha is checked against the result."""
+    def prog(torch, log):
+        for dt in DTYPES:
+            t = torch.tensor(SHAPES[shape]).to(getattr(torch, dt))
+            for s in (True, False, torch.tensor(True)):
+                forms = {"t - s": lambda t=t, s=s: t - s, "s - t": lambda t=t, s=s: s - t,
+                         "t.sub(s)": lambda t=t, s=s: t.sub(s),
+                         "torch.sub(t, s)": lambda t=t, s=s: torch.sub(t, s),
+                         "t.sub_(s)": lambda t=t, s=s: t.clone().sub_(s),
+                         "t -= s": lambda t=t, s=s: _isub(t.clone(), s)}
+                for alpha in (1, 2, True, 1.5, None):
+                    forms[f"t.sub(s, alpha={alpha})"] = lambda t=t, s=s, a=alpha: t.sub(s, alpha=a)
+                    forms[f"t.sub_(s, alpha={alpha})"] = (
+                        lambda t=t, s=s, a=alpha: t.clone().sub_(s, alpha=a))
+                for label, form in forms.items():
+                    r = log.attempt(f"{dt} {s!r}: {label}", form)
+                    if r is not None:
+                        log(f"{dt} {s!r}: {label} result", [str(r.dtype), r.tolist()])
+    differential(prog)
