@@ -97,20 +97,31 @@ def _floating(a: Tensor):
 
 def _with_alpha(op: str, a, b, alpha):
     """The operands of add or sub, b scaled by alpha, checked in torch's order: alpha parsed as
-    a number, sub's refusal of bool, then alpha against the result's dtype."""
+    a number, sub's refusal of bool, the shapes, then alpha against the result's dtype
+    (alpha_check, once the operands are known). A bool result stays bool: a | (b & alpha)."""
     alpha = dtypes.alpha_number(op, alpha)
     if op == "sub":
         _no_bool("sub", a, b)
-    alpha = dtypes.alpha_value((a, b), alpha)
     x, y, be = _operands(a, b)
-    y = y * alpha if alpha != 1 else y
+    alpha = dtypes.alpha_value((a, b), alpha)
+    if alpha != 1:
+        y = y & alpha if isinstance(alpha, bool) else y * alpha
     return x, y, be, alpha
+
+
+_LOGICAL = {operator.add: operator.or_, operator.mul: operator.and_}
+
+
+def _on_bool(op, x, be):
+    """op, or on bool operands its logical twin: torch's + of bools is or and its * is and
+    (numpy's are the same; the Array API defines neither on bool)."""
+    return _LOGICAL[op] if be.dtype_of[x.dtype] is dtypes.bool_ else op
 
 
 def add(a, b, alpha=1):                     # saves: nothing
     x, y, be, alpha = _with_alpha("add", a, b, alpha)
-    out, _ = record(_laid_out(operator.add, x, y, be), be, "AddBackward0", _add_bw, (a, b),
-                    alpha)
+    out, _ = record(_laid_out(_on_bool(operator.add, x, be), x, y, be), be, "AddBackward0",
+                    _add_bw, (a, b), alpha)
     return out
 
 
@@ -142,8 +153,8 @@ def _rsub_bw(node, g):
 
 def mul(a, b):                              # saves: b if a needs grad, a if b needs grad
     x, y, be = _operands(a, b)
-    out, node = record(_laid_out(operator.mul, x, y, be), be, "MulBackward0", _mul_bw, (a, b),
-                       be)
+    out, node = record(_laid_out(_on_bool(operator.mul, x, be), x, y, be), be, "MulBackward0",
+                       _mul_bw, (a, b), be)
     if node is not None:
         node.save(saved(node, b, 1) if needs(node, 0) else None,
                   saved(node, a, 0) if needs(node, 1) else None)

@@ -215,14 +215,18 @@ def _copy_slices_recorded(fn, chain, g):
 def inplace(op):
     """The `_` variant of an out-of-place op: torch.Tensor.add_ from add, and so on."""
     def method(self, *args, **kwargs):
+        alpha = {}
         if "alpha" in kwargs:  # parsed first, under the method's own name (add_, sub_)
-            kwargs["alpha"] = dtypes.alpha_number(op.__name__ + "_", kwargs["alpha"])
-        check_inplace(self, args + tuple(kwargs.values()))
+            alpha = {"alpha": dtypes.alpha_number(op.__name__ + "_", kwargs.pop("alpha"))}
+        check_inplace(self, args + tuple(kwargs.values()) + tuple(alpha.values()))
         if _overlapping(self) or _clamp_to_number(op, args, kwargs):
             _own_refusal(op, self, args, kwargs)
         check_expanded(self)
         for other in args:
             check_overlap(self, other)
+        if alpha:
+            _check_alpha_last(op, self, args, alpha["alpha"])
+            kwargs.update(alpha)
         if self._vc is NO_VERSION and not _inference.value:   # refused once the op's own
             with grad_mode.no_grad():                           # checks passed (INFER-4),
                 check_result(self, op(self, *args, **kwargs))   # recording nothing
@@ -233,6 +237,18 @@ def inplace(op):
         return commit_inplace(self, op(self, *args, **kwargs))
     method.__name__ = op.__name__ + "_"
     return method
+
+
+def _check_alpha_last(op, t: Tensor, args, alpha) -> None:
+    """torch checks the alpha of add_ and sub_ once its TensorIterator is built (alpha_check):
+    an alpha it refuses is raised only after the op's own refusals and the result's shape and
+    dtype against the target."""
+    try:
+        dtypes.alpha_value((t, *args), alpha)
+    except RuntimeError:
+        with grad_mode.no_grad():
+            check_result(t, op(t, *args))
+        raise
 
 
 def _own_refusal(op, t: Tensor, args, kwargs) -> None:
