@@ -289,6 +289,10 @@ def bool_kernel(kernel: str):  # no spec kind: a torch kernel without a bool ver
     return NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+def negative_integer_power():  # no spec kind: torch's check of pow's exponent
+    return RuntimeError("Integers to negative integer powers are not allowed.")
+
+
 def cast_inplace(got, want):
     return RuntimeError(f"result type {got.c_name.capitalize()} can't be cast to the desired "
                         f"output type {want.c_name.capitalize()}")

@@ -3,6 +3,7 @@ each forward beside its backward, as in refimpl/ops/elementwise.py (GRAPH-3, GRA
 """
 from __future__ import annotations
 
+from .. import errors
 from ..backend import namespace_of
 from ..differentiable import unpack
 from ..differentiable import zeros_like as _zeros
@@ -11,8 +12,12 @@ from .elementwise import _operands
 
 
 def pow(a, exponent):                       # saves: self (a scalar exponent only)
+    """An int64 or bool tensor to a negative integer power is refused, as torch checks the
+    exponent (an empty tensor too; numpy raises ValueError, and only for some values)."""
     if isinstance(exponent, Tensor):
         raise NotImplementedError("refimpl: pow supports a Python scalar exponent only")
+    if not a._dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+        raise errors.negative_integer_power()
     x, e, be = _operands(a, exponent)
     out, node = record(_power(x, e, be.xp), be, "PowBackward0", _pow_bw, (a,), e)
     if node is not None:

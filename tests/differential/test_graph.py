@@ -353,3 +353,27 @@ def test_subtraction_with_a_python_bool_is_refused_as_with_a_bool_tensor(differe
                     if r is not None:
                         log(f"{dt} {s!r}: {label} result", [str(r.dtype), r.tolist()])
     differential(prog)
+
+
+@pytest.mark.clause("GRAPH-3")
+@pytest.mark.parametrize("shape", [*SHAPES, (0,), (2, 0)])
+def test_integers_to_a_negative_integer_power_are_refused(differential, shape):
+    """An int64 or bool tensor to a negative integer power is refused (RuntimeError: torch
+    checks the exponent, so an empty tensor is refused too), in every form and in place before
+    the memory written is checked; a float exponent, a non-negative one or a float tensor
+    computes. No spec kind: torch's own check, so the message is compared."""
+    def prog(torch, log):
+        data = SHAPES.get(shape) if shape in SHAPES else torch.zeros(shape).tolist()
+        for dt in DTYPES:
+            t = torch.tensor(data, dtype=torch.float32).to(getattr(torch, dt))
+            for e in (-1, -2, 0, 2, -1.0, -0.5):
+                forms = {"t ** e": lambda t=t, e=e: t ** e, "t.pow(e)": lambda t=t, e=e: t.pow(e),
+                         "torch.pow(t, e)": lambda t=t, e=e: torch.pow(t, e),
+                         "t.pow_(e)": lambda t=t, e=e: t.clone().pow_(e),
+                         "expanded pow_(e)": lambda t=t, e=e: t.reshape(-1)[:1].expand(2)
+                         .pow_(e)}
+                for label, form in forms.items():
+                    r = log.attempt(f"{dt} {label} {e}", form)
+                    if r is not None:
+                        log(f"{dt} {label} {e} result", [str(r.dtype), r.tolist()])
+    differential(prog)

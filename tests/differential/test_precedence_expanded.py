@@ -1,8 +1,7 @@
 """On an expanded target, an in-place op that refuses its arguments themselves (bool
-subtraction or negation, a clamp_ bound the target's dtype cannot hold) raises that, of no
-kind, before SELF_OVERLAPPING_WRITE; shapes that do not broadcast and other ops' casts come
-after it (INPLACE-18). (Integers to a negative power too, where refimpl raises numpy's
-ValueError for torch's RuntimeError, both of no kind: not logged here.)"""
+subtraction or negation, integers to a negative power, a clamp_ bound the target's dtype
+cannot hold) raises that, of no kind, before SELF_OVERLAPPING_WRITE; shapes that do not
+broadcast, other ops' casts and a refused alpha come after it (INPLACE-18)."""
 import pytest
 
 
@@ -16,6 +15,9 @@ def test_ops_that_check_their_arguments_before_the_memory_written(differential):
         log.attempt("bool expanded sub_(1)", lambda: b().sub_(1))
         log.attempt("bool expanded neg_()", lambda: b().neg_())
         log.attempt("bool expanded relu_()", lambda: b().relu_())
+        log.attempt("int expanded sub_(True)", lambda: i().sub_(True))
+        log.attempt("int expanded pow_(-1)", lambda: i().pow_(-1))
+        log.attempt("bool expanded pow_(-2)", lambda: b().pow_(-2))
         log.attempt("float expanded sub_(bool)", lambda: torch.tensor([1.0]).expand(2).sub_(
             torch.tensor([True, True])))
         # ... and what stays after the memory written: shapes, other ops' casts
@@ -23,6 +25,7 @@ def test_ops_that_check_their_arguments_before_the_memory_written(differential):
         log.attempt("int expanded clamp_(tensor 0.5)", lambda: i().clamp_(torch.tensor(0.5)))
         log.attempt("int expanded add_(3 elements)", lambda: i().add_(torch.tensor([1, 2, 3])))
         log.attempt("int expanded pow_(2)", lambda: i().pow_(2))
+        log.attempt("int expanded add_(1, alpha=0.5)", lambda: i().add_(1, alpha=0.5))
         log.attempt("2-d expanded neg_ bool", lambda: torch.tensor([[True]]).expand(2, 2).neg_())
         # clamp_'s own check, on a target that is not expanded too
         log.attempt("int clamp_(0.5)", lambda: torch.tensor([1, 2]).clamp_(0.5))
