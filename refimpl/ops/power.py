@@ -3,7 +3,7 @@ each forward beside its backward, as in refimpl/ops/elementwise.py (GRAPH-3, GRA
 """
 from __future__ import annotations
 
-from .. import errors
+from .. import dtypes, errors
 from ..backend import namespace_of
 from ..differentiable import unpack
 from ..differentiable import zeros_like as _zeros
@@ -19,6 +19,8 @@ def pow(a, exponent):                       # saves: self (a scalar exponent onl
     if not a._dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
         raise errors.negative_integer_power()
     x, e, be = _operands(a, exponent)
+    if isinstance(e, bool):     # a bool tensor to a bool power: itself (a copy), or all True
+        return record(x | (not e), be, "PowBackward0", _pow_bw, (a,), e)[0]
     out, node = record(_power(x, e, be.xp), be, "PowBackward0", _pow_bw, (a,), e)
     if node is not None:
         node.save(saved(node, a, 0))
@@ -42,11 +44,23 @@ def _pow_bw(node, g):
 
 
 def rpow(a, base):                          # base ** a for a Python scalar base; saves: a, result
+    """torch has no pow kernel for bool, so a Python bool to a bool tensor's power is refused;
+    integers compute as torch's integer kernel does (_integer_power)."""
+    if isinstance(base, bool) and a._dtype is dtypes.bool_:
+        raise errors.bool_kernel("pow")
     x, b, be = _operands(a, base)
-    out, node = record(b ** x, be, "PowBackward2", _rpow_bw, (a,), (b, be.xp))
+    r = _integer_power(b, x, be.xp) if be.dtype_of[x.dtype] is dtypes.int64 else b ** x
+    out, node = record(r, be, "PowBackward2", _rpow_bw, (a,), (b, be.xp))
     if node is not None:
         node.save(saved(node, a, 0), saved_result(node, out))
     return out
+
+
+def _integer_power(b: int, x, xp):
+    """b ** x of integers as torch's kernel computes it: a negative exponent gives 1 for base
+    1, -1 or 1 by parity for base -1, and 0 for any other base (numpy refuses it)."""
+    r = b ** xp.abs(x)
+    return r if b in (1, -1) else xp.where(x < 0, xp.zeros_like(r), r)
 
 
 def _rpow_bw(node, g):
