@@ -35,7 +35,7 @@ Options (each also read from the environment, so tox and CI can pass them throug
                              item is reported xfailed instead of failed; a pytest node-ID entry
                              marks that test xfail. Entries with @ENGINE hold only for that
                              engine (the --gradspec-engine name, or the adapter's name). Stale
-                             node-ID entries are listed at the end of the run.
+                             entries are listed at the end of the run (suite/expected.py).
     --engine, --oracle       deprecated aliases of --gradspec-engine and --gradspec-oracle, kept
                              for one release; registered only where no other plugin or initial
                              conftest has taken the name.
@@ -293,8 +293,9 @@ def pytest_configure(config: pytest.Config) -> None:
         xfail_entries(config)
         if not config.pluginmanager.has_plugin("gradspec-expected-failures"):
             from conformance.suite.expected import ExpectedFailureEntries
-            config.pluginmanager.register(ExpectedFailureEntries(config, lambda: for_engine(
-                xfail_entries(config), (chosen(config)["engine"],))), "gradspec-expected-failures")
+            config.pluginmanager.register(ExpectedFailureEntries(
+                config, lambda: xfail_entries(config), chosen(config)["engine"],
+                lambda: load(config, "engine")), "gradspec-expected-failures")
     if not active(config):
         return
     profile(config)

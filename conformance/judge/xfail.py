@@ -266,23 +266,29 @@ def stale(entries: list[Xfail], known_clauses: set[str], rows: dict[str, dict[st
 
 def unusable(entries: list[Xfail], known_engines: Collection[str]) -> list[dict[str, Any]]:
     """The entries a campaign (`gradspec run`, a matrix column) reports stale whatever it ran,
-    each with why: a pytest node ID, which marks tests under pytest's --gradspec-xfail and never
-    a program, and an entry whose @ENGINE names an engine gradspec does not know (a typo,
-    `@padle`, would otherwise excuse nothing and never be told). `known_engines`: the built-in
-    and entry-point names and the run's engine, as given and as its adapter names itself; an
-    import path (`pkg.module:factory`) is taken as known, it cannot be checked unimported."""
+    each with why, in file order: a pytest node ID, which marks tests under pytest's
+    --gradspec-xfail and never a program, and an entry naming an engine gradspec does not know
+    (`unknown_engines`)."""
+    node_ids = [{**x.to_json(), "stale": "matches nothing in a campaign: a pytest node ID "
+                 "marks tests under pytest's --gradspec-xfail only"}
+                for x in entries if x.kind == "test"]
+    return sorted(node_ids + unknown_engines(
+        [x for x in entries if x.kind != "test"], known_engines), key=lambda x: x["line"])
+
+
+def unknown_engines(entries: list[Xfail], known_engines: Collection[str]) -> list[dict[str, Any]]:
+    """The entries whose @ENGINE names an engine gradspec does not know, each with why: a typo,
+    `@padle`, would otherwise excuse nothing and never be told. Stale in every run, whatever
+    engine it runs: `gradspec run`, a matrix column and a pytest session alike.
+    `known_engines`: the built-in and entry-point names and the run's engine, as given and as
+    its adapter names itself; an import path (`pkg.module:factory`) is taken as known, it
+    cannot be checked unimported."""
     out = []
     for x in entries:
         unknown = [e for e in x.engines if e not in known_engines and ":" not in e]
-        if x.kind == "test":
-            why = ("matches nothing in a campaign: a pytest node ID marks tests under pytest's "
-                   "--gradspec-xfail only")
-        elif unknown:
-            why = (f"{', '.join(unknown)}: gradspec knows no engine of that name (`gradspec "
-                   f"engines` lists those it knows)")
-        else:
-            continue
-        out.append({**x.to_json(), "stale": why})
+        if unknown:
+            out.append({**x.to_json(), "stale": f"{', '.join(unknown)}: gradspec knows no "
+                        f"engine of that name (`gradspec engines` lists those it knows)"})
     return out
 
 
@@ -351,4 +357,5 @@ def stale_items(entries: list[Xfail], outcomes: Mapping[str, str],
 
 
 __all__ = ["Xfail", "XfailError", "attributed", "expects", "for_engine", "load", "marked_tests",
-           "match", "parse", "stale", "stale_items", "stale_tests", "unusable"]
+           "match", "parse", "stale", "stale_items", "stale_tests", "unknown_engines",
+           "unusable"]

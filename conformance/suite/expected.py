@@ -2,7 +2,8 @@
 the tests they name xfail, and at the end of the session its stale entries are listed, as
 `gradspec run --xfail` lists them (the same matcher, conformance/judge/xfail.py): node-ID
 entries by the tests they name, clause entries by the clause items
-(conformance/suite/test_clauses.py)."""
+(conformance/suite/test_clauses.py), and an entry naming an engine gradspec does not know
+whatever engine the session tests."""
 from __future__ import annotations
 
 import re
@@ -21,11 +22,32 @@ class ExpectedFailureEntries:
     stale_items). Registered by the plugin's pytest_configure where there is an
     expected-failure file."""
 
-    def __init__(self, config: pytest.Config, entries: Callable[[], list]):
-        self.config, self.entries = config, entries     # the entries for the engine under test
+    def __init__(self, config: pytest.Config, every: Callable[[], list], engine: str,
+                 adapter: Callable[[], Any]):
+        self.config, self.every = config, every     # every entry of the file, read once
+        self.engine, self.adapter = engine, adapter     # as given; its adapter, loaded once
         self.collected: dict[str, None] = {}
         self.outcomes: dict[str, str] = {}     # node ID -> passed | failed | skipped
         self.expected: list[str] = []          # the reasons of the tests that xfailed
+
+    def entries(self) -> list:
+        """The entries for the engine under test (by the name it was given)."""
+        from conformance.suite.checks import for_engine
+        return for_engine(self.every(), (self.engine,))
+
+    def known_engines(self) -> set[str]:
+        """The engine names an @ENGINE may give, as `gradspec run` knows them: the built-ins,
+        the entry points, and the engine under test as given and as its adapter names itself.
+        The adapter is asked only when an entry names no other known engine (the controller
+        of pytest-xdist has not loaded it); an adapter that does not load names nothing."""
+        from conformance.engines import every_engine_name
+        known = {*every_engine_name(), self.engine}
+        if any(e not in known and ":" not in e for x in self.every() for e in x.engines):
+            try:
+                known.add(self.adapter().name)
+            except Exception:   # the session's tests report an engine that does not load
+                pass
+        return known
 
     @pytest.hookimpl(tryfirst=True)     # before deselection: a deselected test is collected
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -55,7 +77,7 @@ class ExpectedFailureEntries:
             self.outcomes[report.nodeid] = "passed"
 
     def stale(self) -> list[dict[str, Any]]:
-        from conformance.judge.xfail import stale_items, stale_tests
+        from conformance.judge.xfail import stale_items, stale_tests, unknown_engines
         root = self.config.rootpath
         entries = self.entries()
         items = {m.group(1): outcome for nodeid, outcome in self.outcomes.items()
@@ -63,9 +85,12 @@ class ExpectedFailureEntries:
         # an entry that made any test xfail is used (checks.expected_reason names it)
         used = {x.line for x in entries
                 if any(f"{x.id}: {x.reason}" in reason for reason in self.expected)}
-        found = stale_tests(entries, self.collected, self.outcomes,
-                            lambda path: (root / path).is_file())
-        found += stale_items(entries, items, used)
+        # an entry naming an unknown engine is told so, once, as gradspec run tells it
+        found = unknown_engines(self.every(), self.known_engines())
+        told = {x["line"] for x in found}
+        found += [x for x in stale_tests(entries, self.collected, self.outcomes,
+                                         lambda path: (root / path).is_file()) +
+                  stale_items(entries, items, used) if x["line"] not in told]
         return sorted(found, key=lambda x: x["line"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

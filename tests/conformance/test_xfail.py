@@ -291,7 +291,7 @@ test_sample.py::test_param  one case fails
 test_sample.py::test_gone  renamed long ago
 test_missing.py::test_x  its file is gone
 test_other.py::test_y  a file this run does not collect
-test_sample.py::test_passes  @other  another engine's entry
+test_sample.py::test_passes  @paddle  another engine's entry
 """
 
 
@@ -319,6 +319,41 @@ def test_pytest_reports_stale_node_id_entries(tmp_path, mode):
         "stale expected failure, line 5: test_missing.py::test_x: matches nothing: there is "
         "no test file test_missing.py",
     ]
+
+
+UNKNOWN_ENGINES = f"""\
+GRAPH-2  @padle  a typo of paddle: never applies
+LEAF-5  @torch,padle  one name of two misspelt
+HOOK-1  @paddle  another engine, a built-in: not this session's, not stale
+seed:12345  @never_frees  the adapter's own name for the engine under test
+seed:54321  @pkg.module:factory  an import path: cannot be checked unimported
+test_sample.py::test_gone  @{NEVER_FREES},padle  stale twice over: told once
+"""
+
+
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_pytest_reports_unknown_engines_as_gradspec_run_does(tmp_path, mode):
+    """An entry whose @ENGINE names an engine gradspec does not know is stale under pytest as
+    under `gradspec run` (the same line), whatever engine the session tests; the engine under
+    test is known by the name its adapter gives itself too, though no test of the session
+    loaded it (the controller of pytest-xdist never does)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    (tmp_path / "xfail.txt").write_text(UNKNOWN_ENGINES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADSPEC_", "PYTEST_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "conformance.pytest_plugin", *mode, "test_sample.py",
+                        "--gradspec-engine", NEVER_FREES, "--gradspec-xfail", "xfail.txt"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]     # test_fails fails
+    section = r.stdout.split("gradspec: stale expected failures", 1)[1]
+    stale = [ln for ln in section.splitlines() if ln.startswith("stale expected failure")]
+    unknown = ("padle: gradspec knows no engine of that name (`gradspec engines` lists those "
+               "it knows)")
+    assert stale == [f"stale expected failure, line 1: GRAPH-2: {unknown}",
+                     f"stale expected failure, line 2: LEAF-5: {unknown}",
+                     f"stale expected failure, line 6: test_sample.py::test_gone: {unknown}"]
 
 
 def test_a_file_naming_a_clause_the_spec_lacks_is_refused(tmp_path):
