@@ -90,6 +90,13 @@ class _Slot:
         self.begun = False      # it said 'begin' to what it was given last
         self.deadline = 0.0
         self.warmup = pool.warmup
+        self.failed = False     # it crashed or hung on a task: to be killed, never kept
+
+    @property
+    def busy(self) -> bool:
+        """On a task, or failed one (hung past its limit, or dead): stopped by a kill, at once,
+        where an idle worker is asked to exit."""
+        return self.task is not None or self.failed
 
     @property
     def task(self) -> Task | None:
@@ -174,7 +181,7 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         for slot in self._kept or []:
-            slot.stop(kill=slot.task is not None)
+            slot.stop(kill=slot.busy)
         self._kept = None
 
     def run(self, tasks: list[Task], finish: Callable[[Task, Any], None]) -> None:
@@ -212,10 +219,10 @@ class Pool:
                         slots[i] = _Slot(self)
         finally:
             for slot in slots:
-                if self._kept is not None and slot.task is None:
+                if self._kept is not None and not slot.busy:
                     self._kept.append(slot)
                 else:
-                    slot.stop(kill=slot.task is not None)
+                    slot.stop(kill=slot.busy)
 
     def _take(self, queue: list[Task], workers: int) -> list[Task]:
         """The next task, with the batchable ones after it up to a batch: at most `batch`,
@@ -304,7 +311,10 @@ class Pool:
 
     def _failed(self, slot: _Slot, task: Task, result: Any, finish, queue: list[Task]) -> None:
         """`task`, the one a worker was on, failed with `result`; the rest of its batch runs
-        again elsewhere."""
+        again elsewhere. The worker is marked failed first: `finish` may raise (--maxfail
+        reached, Ctrl-C) before the caller kills it, and a hung worker never reads a request
+        to exit."""
+        slot.failed = True
         slot.tasks.remove(task)
         self._requeue(slot, queue)
         self._done(task, result, finish, queue)

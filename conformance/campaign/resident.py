@@ -108,10 +108,10 @@ class Resident:
             "program JSON:", program.dumps()])
 
     def close(self, kill: bool = False) -> None:
-        """Stop the worker (killed if it is on a program, or with `kill`)."""
+        """Stop the worker (killed if it is on a program or failed one, or with `kill`)."""
         slot, self._slot = self._slot, None
         if slot is not None:
-            slot.stop(kill=kill or slot.task is not None)
+            slot.stop(kill=kill or slot.busy)
 
     def __enter__(self) -> Resident:
         return self

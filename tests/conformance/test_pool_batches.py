@@ -4,12 +4,14 @@ alone (a failure) and the rest of its batch runs again elsewhere; a task's time 
 its own work, not its batch's."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import time
 
 import pytest
 
+from conformance.campaign.failfast import Enough
 from conformance.campaign.pool import Pool, Task
 
 pytestmark = pytest.mark.skipif(
@@ -158,3 +160,36 @@ def test_the_task_whose_clock_ran_out_is_the_one_that_fails():
         assert failed == [1]
     finally:
         slot.stop(kill=True)
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["run", "with-pool"])
+@pytest.mark.parametrize("stop", [Enough(1), KeyboardInterrupt()], ids=["maxfail", "ctrl-c"])
+def test_a_worker_that_hung_is_killed_when_its_failure_stops_the_run(monkeypatch, kept, stop):
+    """--maxfail reached, or Ctrl-C, in `finish` of the hung task's own failure: the worker
+    that hung is killed at once (it reads no request to exit: asked, the pool waited 5 s for it
+    before the kill), and never kept for another run; the idle worker is asked to exit."""
+    from conformance.campaign import pool as pool_mod
+    stops, real = [], pool_mod._Slot.stop
+
+    def recording(slot, kill=False):
+        stops.append((slot.proc.pid, kill))
+        real(slot, kill)
+    monkeypatch.setattr(pool_mod._Slot, "stop", recording)
+    results = {}
+
+    def finish(task, result):
+        results[task.index] = result
+        if "failure" in result:
+            raise stop
+    pool = Pool(mp.get_context("fork"), 2, setup, (), work, failure, batch=2,
+                work_batch=work_batch)
+    # one worker is handed 0 and 1 (1 hangs), the other 2 and 3, which it finishes: idle
+    tasks = [Task(i, ("check", a), 1.0, batchable=True)
+             for i, a in enumerate([{}, {"do": "hang"}, {}, {}])]
+    with pytest.raises(type(stop)):
+        with pool if kept else contextlib.nullcontext():
+            pool.run(tasks, finish)
+    hung, idle = results[0]["pid"], results[2]["pid"]
+    assert results[1] == {"failure": "timeout"} and hung != idle
+    assert [kill for pid, kill in stops if pid == hung] == [True]
+    assert [kill for pid, kill in stops if pid == idle] == [False]
