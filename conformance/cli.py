@@ -388,6 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    finally:        # an interrupt caught anywhere: the status returned is the exit status
+        signals.interrupt_handled()
 
 
 if __name__ == "__main__":

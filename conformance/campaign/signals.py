@@ -54,6 +54,18 @@ def held() -> Iterator[Callable[[], bool]]:
         restore()
 
 
+def interrupt_handled() -> None:
+    """Tell the interpreter that no KeyboardInterrupt is left unhandled, before the command
+    returns its exit status (130 when interrupted). CPython marks one as unhandled when it
+    escapes code that eval() or exec() ran from a string, even where a caller then catches
+    it (pythonrun.c, run_eval_code_obj), and at exit a marked interpreter kills itself with
+    SIGINT in place of the status it was given. The standard library's namedtuple evals a
+    string for every class it makes, many while torch imports: a Ctrl-C that landed in one
+    ended `gradspec run` by SIGINT right after "gradspec: interrupted". Each such eval
+    clears the mark first, so one that completes leaves it clear."""
+    eval("None")
+
+
 @contextlib.contextmanager
 def sigint_blocked() -> Iterator[None]:
     """SIGINT blocked in the calling thread while the block starts processes, which inherit the

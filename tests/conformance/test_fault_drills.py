@@ -381,6 +381,24 @@ def test_ctrl_c_while_the_forkserver_starts_is_a_clean_interrupt(tmp_path):
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+def test_an_interrupt_caught_after_a_string_eval_still_exits_130(tmp_path):
+    """A Ctrl-C that lands in code eval() runs from a string (namedtuple's, while torch
+    imports) leaves CPython's mark of an unhandled KeyboardInterrupt behind, though gradspec
+    catches it: `python -m conformance run` must still exit 130, not kill itself with SIGINT
+    at exit (-m is the way that checks the mark: a script, and -c, exit at once)."""
+    (tmp_path / "interrupted_in_eval.py").write_text(
+        "import sys\nfrom conformance.campaign import runner\n\n\n"
+        "def stop():\n    raise KeyboardInterrupt\n\n\n"
+        "def run_campaign(*args, **kwargs):\n    eval('stop()', {'stop': stop})\n\n\n"
+        "runner.run_campaign = run_campaign\n"
+        "runpy = __import__('runpy')\nrunpy.run_module('conformance', run_name='__main__')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    proc = subprocess.run([sys.executable, "-m", "interrupted_in_eval", "run", "--count", "1",
+                           "--quiet", "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (130, "gradspec: interrupted\n")
+
+
 def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
     """One run at a time per --out: a second, of `run` or `matrix`, refuses in one line, exit
     2, before it runs anything; the lock goes with the first run, however it ends (here
