@@ -553,6 +553,14 @@ def test_a_real_ctrl_c_while_an_engine_loads_interrupts(tmp_path: Path):
     assert r.returncode == 130 and r.stderr.splitlines() == ["gradspec: interrupted"], r.stderr
 
 
+def test_a_ctrl_c_while_an_engine_loads_interrupts_once_it_has_loaded(tmp_path: Path):
+    """A Ctrl-C waits until the engine has loaded: a KeyboardInterrupt inside an engine's
+    import can be swallowed there (torch's C++ does, when numpy's import gets it, and the run
+    went on to judge the programs with numpy half-imported) or abort the process."""
+    r = gradspec(engine(f"{A}:interrupt_swallowed"), folder(tmp_path, {}))
+    assert r.returncode == 130 and r.stderr.splitlines() == ["gradspec: interrupted"], r.stderr
+
+
 def test_replay_never_imports_a_module_a_divergence_json_names(tmp_path: Path):
     """A folder's divergence.json naming an import path (here a module whose import prints,
     beside the folder in the current folder) is refused before anything is imported."""

@@ -105,9 +105,15 @@ def _entry_point(name: str):
 
 
 class _Interrupts:
-    """While loading an engine: tells a real Ctrl-C (re-raised) from a KeyboardInterrupt that
-    an adapter's import or factory raised itself (a broken adapter: an EngineError). Where
-    SIGINT is not Python's default handler (a worker that ignores it), nothing changes."""
+    """While loading an engine: a real Ctrl-C waits until the load ends, then interrupts
+    (`_call`); a second one interrupts at once (an import that hangs can always be stopped).
+    A KeyboardInterrupt raised inside an engine's import is not safe: torch's C++ swallows one
+    raised in numpy's import (the Ctrl-C is lost, numpy is left half-imported in gradspec and
+    in every worker forked from it: bogus divergences, or "cannot load module more than once
+    per process") and aborts on one raised in the Python code it calls (SIGABRT). It also
+    tells a real Ctrl-C from a KeyboardInterrupt that an adapter's import or factory raised
+    itself (a broken adapter: an EngineError). Where SIGINT is not Python's default handler
+    (a worker that ignores it), nothing changes."""
 
     def __enter__(self) -> _Interrupts:
         self.real, self.previous = False, None
@@ -119,8 +125,9 @@ class _Interrupts:
         return self
 
     def _seen(self, signum, frame):
-        self.real = True
-        raise KeyboardInterrupt
+        if self.real:           # the second: at once
+            raise KeyboardInterrupt
+        self.real = True        # the first: once the load has ended
 
     def __exit__(self, *exc) -> None:
         if self.previous is not None:
@@ -129,18 +136,20 @@ class _Interrupts:
 
 def _call(spec: str, what: str, fn: Callable[[], object]) -> object:
     """fn(), with anything it raises, SystemExit and KeyboardInterrupt included, as an
-    EngineError "engine SPEC: WHAT: Type: first line"; a real Ctrl-C still interrupts."""
+    EngineError "engine SPEC: WHAT: Type: first line"; a real Ctrl-C interrupts once fn has
+    returned or raised (_Interrupts), whatever it did."""
     with _Interrupts() as interrupts:
         try:
-            return fn()
-        except EngineError:
-            raise
-        except KeyboardInterrupt as exc:
+            out = fn()
+        except BaseException as exc:    # an adapter's SystemExit is its failure, too
             if interrupts.real:
+                raise KeyboardInterrupt from None
+            if isinstance(exc, EngineError):
                 raise
             raise EngineError(f"engine {spec!r}: {what}: {_one_line(exc)}") from None
-        except BaseException as exc:    # an adapter's SystemExit is its failure, too
-            raise EngineError(f"engine {spec!r}: {what}: {_one_line(exc)}") from None
+    if interrupts.real:
+        raise KeyboardInterrupt
+    return out
 
 
 def load_engine(spec: str, device: str | None = None) -> Engine:

@@ -171,6 +171,21 @@ def is_leaf_opaque(device="cpu"):
     return _duck(device, is_leaf=lambda t: _Opaque())
 
 
+def interrupt_swallowed(device="cpu"):
+    """A real Ctrl-C that lands in a library which swallows the KeyboardInterrupt, as torch's
+    C++ does with one raised while it imports numpy; the engine then loads."""
+    import os
+    import signal
+    import time
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    from conformance.engines.torchlike import refimpl_engine
+    return refimpl_engine(device)
+
+
 def interrupted_by_user(device="cpu"):
     """A real Ctrl-C while the engine loads (SIGINT to this process): that stops gradspec,
     it is not the adapter's failure."""
