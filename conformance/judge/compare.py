@@ -39,7 +39,10 @@ Left out on purpose:
 - the `.grad`s a module's zero_grad held, and what held them, after one that raised partway
   or ran inside a block (GRAD-6);
 - the dtype of the `.grad` of a leaf whose grad_dtype is None once it was computed with twice
-  (LEAF-9: gradients of two dtypes may meet, and torch keeps the first to arrive).
+  (LEAF-9: gradients of two dtypes may meet, and torch keeps the first to arrive);
+- of a detach() or .data of an inference tensor taken outside the mode: its `_version`, and
+  whether a write into it (as a `.grad` too) or reading its `_version` ran or was refused, and
+  what such a write left (UNSPEC-10, judge/inference_aliases.py).
 What each statement does to these open points, the comparator asks its kind (the "open
 points" of conformance/kinds/registry.py) and, for a call, its row of the op table
 (`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.

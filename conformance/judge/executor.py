@@ -177,6 +177,8 @@ class _Run:
             self._swapped(swapped, ev)
         if kind.backward_pass:
             self._integral_seed(kind.seeded_roots(s), ev)
+        if kind.plain_alias and self.e.is_inference(self.env[s.target]):
+            ev.inference_alias = True   # outside the mode, much of it is open (UNSPEC-10)
 
     def _seeded(self, seeds: list[str], ev: Event) -> None:
         """Record that a pass without create_graph is handed a gradient that requires grad:

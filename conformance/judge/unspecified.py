@@ -5,7 +5,7 @@ The comparator asks each statement's kind what it does to these open points (the
 of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
 depends on the state a statement left (the Event flags the executor records: integral_seed,
 inference_swapped, integral_requires_grad, unrecorded, overlapping_write, inference_operand,
-operands_recorded),
+operands_recorded, inference_alias: inference_aliases.py),
 the oracle's flags decide: the state behind each is itself specified, so an engine's own flag
 is a claim under test, never a reason to compare less.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from ..lang.program import Stmt
 from ..lang.trace import OTHER, Event
 from .grad_modes import GradModes
+from .inference_aliases import InferenceAliases
 from .stale_views import StaleViews
 
 
@@ -71,6 +72,7 @@ class Unspecified:
         self.all_open = False               # a backward pass depended on it: nothing compared
         self.modes = GradModes()            # the modes each statement ran in
         self.stale_views = StaleViews(self.modes)   # UNSPEC-17: hooks on views an alias wrote
+        self.inference = InferenceAliases(self.modes)   # UNSPEC-10: detach() of inference
         self.pass_open: set[str] = set()    # ... that may change gradients: a pass through
         #                                     these names is open (their values are not)
         self.seeded: set[str] = set()       # tensors whose .grad may be a gradient that
@@ -92,8 +94,10 @@ class Unspecified:
 
     def opens(self, s: Stmt, kind: Any, o: Event, e: Event) -> bool:
         """depends(), or a pass handed an integer or bool gradient for a leaf root whose
-        grad_dtype is None (UNSPEC-16), which the oracle's Event records."""
-        return self.depends(s, kind) or bool(o.integral_seed)
+        grad_dtype is None (UNSPEC-16), which the oracle's Event records, or a statement one
+        side ran and the other refused as an alias of an inference tensor allows (UNSPEC-10)."""
+        return self.depends(s, kind) or bool(o.integral_seed) or \
+            self.inference.outcome_open(s, kind, o, e)
 
     def _computes_with_integral(self, s: Stmt, kind: Any) -> bool:
         """Whether the statement computes with, writes or runs a pass through an integer or
@@ -111,7 +115,7 @@ class Unspecified:
         return self.group.get(name or "") in self.stored
 
     def version(self, name: str | None) -> bool:
-        return name in self.versionless or self.value(name)
+        return name in self.versionless or self.value(name) or name in self.inference.versions
 
     def mixed(self, name: str | None) -> bool:
         """The dtype of name's .grad is open (LEAF-9): its grad_dtype is None and it was
@@ -144,7 +148,8 @@ class Unspecified:
 
     def update(self, s: Stmt, kind: Any, o: Event, e: Event) -> None:
         depends = self.depends(s, kind)
-        tainted = depends or bool(o.integral_seed)      # (opens())
+        refused = self.inference.update(s, kind, o, e)  # (UNSPEC-10: its outcome was open)
+        tainted = depends or bool(o.integral_seed) or refused   # (opens())
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
@@ -155,9 +160,8 @@ class Unspecified:
         if kind.retains_target and s.target:
             self.retaining.add(s.target)
             self._unhold(lambda tensors: s.target in tensors)
-        self.layouts_open |= kind.records_grads(s)
         self.all_open |= depends and kind.backward_pass
-        self._integral_seeded(s, kind, bool(o.integral_seed) and not depends)
+        self._integral_seeded(s, kind, bool(o.integral_seed) and not depends or refused)
         self._acted_on(s, kind, tainted)
         if o.inference_swapped:  # UNSPEC-10: what the target is
             self.open |= {s.target or ""}               # now, and what it computes, is open
@@ -226,9 +230,11 @@ class Unspecified:
     def _written(self, s: Stmt, kind: Any, g: int | None, o: Event, e: Event) -> None:
         """What a write leaves open of its target and the names of its storage `g`."""
         if "INFERENCE_INPLACE" in (o.error, e.error) or (
-                kind.wrote_if_refused(s, (o.error, e.error))):
+                kind.wrote_if_refused(s, (o.error, e.error))) or \
+                self.inference.recorded_write(s, kind, o):
             # a refused write to an inference tensor (UNSPEC-10), or to a tensor a custom
-            # Function marked dirty (UNSPEC-11), may have written it or not
+            # Function marked dirty (UNSPEC-11), may have written it or not; an inference
+            # alias a write left requiring grad may be anything (UNSPEC-10)
             self.open |= self._names(g) | {s.target}
         if o.overlapping_write:         # INPLACE-18: a pass through the node it recorded
             self.pass_open |= self._family(s.target or "", g)
@@ -274,13 +280,14 @@ class Unspecified:
     def _integral_seeded(self, s: Stmt, kind: Any, flagged: bool) -> None:
         """Where `flagged`: a pass handed an integer or bool gradient for a leaf root whose
         grad_dtype is None (UNSPEC-16; torch 2.13 fails an internal assert before it runs any
-        node, and what follows runs as if the pass had not been). What it makes is open
-        (tainted), and so is every .grad (it may have written any it reached; UNSPEC-1 as
-        well, where it raised); where it reads a tensor that is no leaf, it may have freed or
-        recorded the graph behind it, so a later pass through any tensor bound so far (the
-        comparator does not track which graph a name belongs to) is open too. Other
-        statements are compared."""
-        if not flagged:
+        node, and what follows runs as if the pass had not been), or that one side ran and the
+        other refused partway (adding into a .grad that is an inference alias, UNSPEC-10).
+        What it makes is open (tainted), and so is every .grad (it may have written any it
+        reached; UNSPEC-1 as well, where it raised); where it reads a tensor that is no
+        leaf, it may have freed or recorded the graph behind it, so a later pass through any
+        tensor bound so far (the comparator does not track which graph a name belongs to) is
+        open too. Other statements are compared."""
+        if not flagged or not kind.backward_pass:
             return
         self._grads_open()
         if not self.leaves.issuperset(kind.refs(s)):
@@ -291,6 +298,7 @@ class Unspecified:
         in their inputs (a non-leaf's recorded .grad, UNSPEC-16), grad_dtypes set to None and
         how often each tensor was computed with (the dtype of its .grad, LEAF-9)."""
         if kind.backward_pass:
+            self.layouts_open |= kind.records_grads(s)      # (.grads replaced: UNSPEC-16)
             graphed = bool(s.params.get("create_graph"))
             self.replaced |= self.graphed and not graphed
             self.graphed |= graphed

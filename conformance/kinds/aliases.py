@@ -13,7 +13,7 @@ class Detach(Kind):
     weight = 3
     reweighted = ((3, 5),)      # vocabulary 3 (tests/generator_stats.py: programs per clause)
     doc = "out = target.detach()"
-    aliases = shares_version = True
+    aliases = shares_version = plain_alias = True
 
     def check(self, s, path):
         fields.name(s, path, "out")
@@ -46,7 +46,7 @@ class Data(Kind):
     name = "data"
     weight = 2
     doc = "out = target.data"
-    aliases = True                      # its own version counter (VER-6)
+    aliases = plain_alias = True        # its own version counter (VER-6)
 
     def check(self, s, path):
         fields.name(s, path, "out")

@@ -233,6 +233,9 @@ class Sweep(Kind):
     def reads_history(self, s):
         return [item[0] for item in s.params.get("of") or [] if item[1] in HISTORY]
 
+    def observed_aspects(self, s):
+        return [(item[0], item[1]) for item in s.params.get("of") or []]
+
     def needs(self, s):
         return list(dict.fromkeys(["core", *(OBSERVABLES.get(item[1], "core")
                                              for item in s.params.get("of") or [])]))

@@ -23,7 +23,8 @@ everything about the kind:
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
                    recorded_results,
-                   hook_order_open, recorded_gradients, data_swapped, body_mode, detaches
+                   hook_order_open, recorded_gradients, data_swapped, body_mode, detaches,
+                   plain_alias, observed_aspects
 
 The executor, the renderer, the minimizer and the generator are loops over KINDS; none of
 them branches on a statement's op. ORDER is the one order of kinds (listings and the
@@ -86,6 +87,9 @@ class Kind:
     #                                         FUNC-14): register_hook may refuse it then
     writes_via_view: ClassVar[bool] = False  # it writes through a view of its target it makes
     #                                         (t[i] = v): not recorded on a view target
+    plain_alias: ClassVar[bool] = False     # what it binds is a detach() or .data of its
+    #                                         target: of an inference tensor outside the mode,
+    #                                         its version and writes are open (UNSPEC-10)
     records_node: ClassVar[bool] = False    # an op that records a node with its tensor
     #                                         operands as inputs where what it binds (a write:
     #                                         its target) requires grad (recorded_results)
@@ -234,6 +238,11 @@ class Kind:
         statement's, (value, dtype) of the oracle, of the engine)."""
         tensor, aspect = self.observed(s)
         return [(tensor, aspect, None, (o.value, o.dtype), (e.value, e.dtype))]
+
+    def observed_aspects(self, s: Any) -> list[tuple[str | None, str]]:
+        """A valued kind: (tensor, aspect) of each of its observations, as `observed` (a
+        sweep's many); whether reading an alias's `_version` raises is open (UNSPEC-10)."""
+        return [self.observed(s)] if self.valued else []
 
     def data_swapped(self, s: Any) -> tuple[str, str] | None:
         """(target, source) of a `target.data = source` statement: where one of them is an

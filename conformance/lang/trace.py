@@ -65,13 +65,15 @@ class Event:
     #                                     an error of no kind read an inference tensor (UNSPEC-10)
     operands_recorded: bool | None = None  # True: an op recorded a node with its tensor
     #                                     operands as inputs, which reads a stale view (UNSPEC-17)
+    inference_alias: bool | None = None  # True: a detach() or .data (Kind.plain_alias) of an
+    #                                     inference tensor (the comparator: UNSPEC-10)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
                   "integral_requires_grad", "unrecorded", "integral_seed",
                   "inference_swapped", "overlapping_write", "inference_operand",
-                  "operands_recorded"):
+                  "operands_recorded", "inference_alias"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

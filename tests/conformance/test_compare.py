@@ -672,6 +672,141 @@ def test_an_error_of_no_kind_without_an_inference_operand_is_not_flagged(torch_e
     other.by_path()["2"].error = "INFERENCE_SAVED"
     assert [d.path for d in compare(p, o, other)] == ["2"]
 
+# ---- UNSPEC-10: a detach() or .data of an inference tensor taken outside the mode ---------
+def _inplace(target: str, fn: str, *args) -> S:
+    return S("inplace", target=target, args=list(args), params={"fn": fn, "kw": {}})
+
+
+def _into_grad(shape: list[int], dtype: str) -> list[S]:
+    """x.grad = d, then a backward that adds into it (GRAD-4), then what it left."""
+    return [leaf("x", [0.0] * _count(shape), shape, dtype), S("set_grad", target="x", args=["d"]),
+            S("call", out="y", args=["x", 2.0], params={"fn": "mul"}),
+            S("call", out="s", args=["y"], params={"fn": "sum"}),
+            S("backward", target="s", params={}), obs("x", "grad"), obs("d", "value"),
+            obs("d", "version")]
+
+
+def _count(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# what torch 2.13 runs on an alias d and refimpl refuses: writes, the addition into it as a
+# .grad, a module's zero_grad of it, reading its _version (an observe and a sweep)
+_ALIAS_CASES = {
+    "add_": lambda shape, dtype: [_inplace("d", "add_", 1.0), obs("d", "value"),
+                                  obs("d", "version")],
+    "mul_": lambda shape, dtype: [_inplace("d", "mul_", 2.0), obs("d", "value")],
+    "fill_": lambda shape, dtype: [_inplace("d", "fill_", 3.0), obs("d", "value")],
+    "setitem": lambda shape, dtype: [S("setitem", target="d", args=[5.0], params={"index": []}),
+                                     obs("d", "value")],
+    "version": lambda shape, dtype: [obs("d", "version"), S("sweep", params={"of": [
+        ["d", "version", []], ["d", "value", []]]})],
+    "backward": _into_grad,
+    "zero_grad": lambda shape, dtype: [
+        S("parameter", out="p", params={"values": [1.0] * _count(shape), "shape": shape,
+                                        "dtype": dtype}),
+        S("set_grad", target="p", args=["d"]),
+        S("zero_grad", args=["p"], params={"set_to_none": False}), obs("p", "grad")],
+}
+_ALIAS_SHAPES = [([], "float64"), ([2], "float32"), ([2, 2], "float64")]
+
+
+def _inference_alias(how: str, shape: list[int], dtype: str, body: list[S],
+                     inside: bool = False) -> Program:
+    """a made inside inference mode; d = a.detach() (or a.data) outside it (`inside`: in a
+    second inference-mode block); whether d is an inference tensor (path 2); then `body`,
+    then a's value (the last path)."""
+    alias = S(how, out="d", target="a")
+    return Program([
+        S("mode", params={"mode": "inference_mode"},
+          body=[leaf("a", [float(i + 1) for i in range(_count(shape))], shape, dtype, rg=False)]),
+        S("mode", params={"mode": "inference_mode"}, body=[alias]) if inside else alias,
+        obs("d", "is_inference"), *body, obs("a", "value")])
+
+
+@pytest.mark.clause("UNSPEC-10")
+@pytest.mark.parametrize("how", ["detach", "data"])
+@pytest.mark.parametrize("shape,dtype", _ALIAS_SHAPES)
+@pytest.mark.parametrize("case", list(_ALIAS_CASES))
+def test_what_an_inference_alias_runs_or_refuses_is_not_compared(case, shape, dtype, how,
+                                                                 torch_engine):
+    """UNSPEC-10: torch 2.13 gives d a version counter of its own from 0 and runs writes into
+    it, the addition into it as a .grad and a zero_grad of it; refimpl gives it none and
+    refuses them. Which of the two a statement did, d's version and what a refused write left
+    are not compared; whether d is an inference tensor (INFER-2) still is. The oracle's flag
+    decides: without it, the outcomes diverge."""
+    p = _inference_alias(how, shape, dtype, _ALIAS_CASES[case](shape, dtype))
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["1"].inference_alias is True
+    # (refimpl refuses what torch runs: the point of the test)
+    assert [ev.error for ev in o.events] != [ev.error for ev in e.events]
+    assert compare(p, o, e) == []
+    unflagged = copy.deepcopy(o)
+    unflagged.by_path()["1"].inference_alias = None
+    assert "outcome" in [d.what for d in compare(p, unflagged, e)]
+    changed = copy.deepcopy(e)
+    changed.by_path()["2"].value = False            # d.is_inference()
+    assert [d.path for d in compare(p, o, changed)] == ["2"]
+
+
+@pytest.mark.clause("UNSPEC-10", "INFER-2")
+@pytest.mark.parametrize("how", ["detach", "data"])
+@pytest.mark.parametrize("case", list(_ALIAS_CASES))
+def test_an_alias_that_is_no_inference_tensor_still_diverges(case, how):
+    """An engine whose detach() or .data of an inference tensor is an ordinary copy (tests'
+    CopyingDetach) runs what torch runs, so nothing is refused: that d is no inference tensor
+    diverges, and so does a's value where a write into d did not reach it."""
+    shape, dtype = [2], "float32"
+    p = _inference_alias(how, shape, dtype, _ALIAS_CASES[case](shape, dtype))
+    o = execute(p, load_engine("torch"))
+    e = execute(p, load_engine("tests.conformance.test_executor:copying_detach"))
+    found = {d.path for d in compare(p, o, e)}
+    assert "2" in found                             # d.is_inference()
+    assert (str(len(p.statements) - 1) in found) == (case != "version")    # a's value
+
+
+def _still_compared(case: str) -> tuple[Program, str, str | None]:
+    """A program near the open ones, the path of a statement in it that is compared, and the
+    error kind an engine that wrongly refused it (or, None, ran it) would give."""
+    shape, dtype = [2], "float32"
+    if case == "detached inside the mode":      # an inference tensor as any (INFER-3, -4)
+        return _inference_alias("detach", shape, dtype, [_inplace("d", "add_", 1.0)],
+                                inside=True), "3", None
+    if case == "a view's version":              # INFER-3
+        return _inference_alias("detach", shape, dtype, [
+            S("view", out="w", target="d", params={"fn": "view", "kw": {"shape": [-1]}}),
+            obs("w", "version")]), "4", None
+    if case == "a write into a view":           # INFER-4
+        return _inference_alias("data", shape, dtype, [
+            S("getitem", out="w", target="d", params={"index": [0]}),
+            _inplace("w", "add_", 1.0)]), "4", None
+    body = _into_grad(shape, dtype)             # a pass that replaces .grad (INFER-4)
+    body[4] = S("backward", target="s", params={"create_graph": True})
+    return _inference_alias("detach", shape, dtype, body), "7", "INFERENCE_INPLACE"
+
+
+@pytest.mark.clause("UNSPEC-10", "INFER-3", "INFER-4")
+@pytest.mark.parametrize("case", ["detached inside the mode", "a view's version",
+                                  "a write into a view", "a create_graph pass"])
+def test_what_is_not_an_inference_alias_is_compared(case, torch_engine):
+    """What UNSPEC-10 leaves open of an alias is no more: a detach() taken inside the mode, a
+    view of an alias (INFER-3, INFER-4 as for any inference tensor) and a pass that replaces
+    an alias .grad (INFER-4) are compared, and an engine that runs what torch refuses, or
+    refuses what it runs, diverges there."""
+    p, at, error = _still_compared(case)
+    o, e = traces(p, torch_engine)
+    assert (o.by_path()[at].status == "ok") == (error is not None)
+    ev = e.by_path()[at]
+    if error is None:
+        ev.status, ev.error, ev.value = "ok", None, 0 if ev.op == "observe" else None
+    else:
+        ev.status, ev.error = "error", error
+    assert at in [d.path for d in compare(p, o, e)]
+
+
 # ---- GRAD-3, UNSPEC-1, UNSPEC-16: a .grad bound to a name ----------------------------------
 def _bound_grad(*middle: S) -> Program:
     """x's first .grad bound to h, then `middle`, then h's value (the last path) observed."""

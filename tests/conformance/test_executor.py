@@ -166,6 +166,17 @@ class NoLeafCheck(TorchLike):
         return super().inplace(target, fn, args, kw)
 
 
+class CopyingDetach(TorchLike):
+    """Gives a detach() or .data of an inference tensor as an ordinary copy (breaks INFER-2:
+    the alias is no inference tensor, and writes into it do not reach the tensor's memory)."""
+
+    def detach(self, t):
+        return t.clone() if t.is_inference() else t.detach()
+
+    def data(self, t):
+        return t.clone() if t.is_inference() else t.data
+
+
 class Crashing(TorchLike):
     def backward(self, t, gradient, retain_graph, inputs, create_graph=False):
         os._exit(3)
@@ -193,6 +204,10 @@ def _torch():
 
 def no_leaf_check(device="cpu"):
     return NoLeafCheck(_torch(), "noleafcheck", device)
+
+
+def copying_detach(device="cpu"):
+    return CopyingDetach(_torch(), "copyingdetach", device)
 
 
 def crashing(device="cpu"):
