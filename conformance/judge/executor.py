@@ -177,7 +177,9 @@ class _Run:
             self._swapped(swapped, ev)
         if kind.backward_pass:
             self._integral_seed(kind.seeded_roots(s), ev)
-        if kind.plain_alias and self.e.is_inference(self.env[s.target]):
+        # (the comparator reads the oracle's flag: not asked inside a unit an engine compiles,
+        # where a question would break its graph)
+        if kind.plain_alias and self.per_statement and self.e.is_inference(self.env[s.target]):
             ev.inference_alias = True   # outside the mode, much of it is open (UNSPEC-10)
 
     def _seeded(self, seeds: list[str], ev: Event) -> None:
