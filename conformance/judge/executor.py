@@ -20,6 +20,7 @@ from ..kinds import KINDS
 from ..lang.program import HarnessError, Program, Stmt, index_of
 from ..lang.trace import HARNESS, OTHER, Event, Trace, plain
 from . import segments
+from .operand_shapes import overlapping, shapes_fit
 
 VALUED = tuple(name for name, k in KINDS.items() if k.valued)   # kinds whose Event has a value
 
@@ -207,7 +208,7 @@ class _Run:
         operands do not fit, is open (UNSPEC-10). Asked only of such a failed statement."""
         e, env = self.e, self.env
         names = [n for n in kind.refs(s) if n in env]
-        if any(e.is_inference(env[n]) for n in names) and not _shapes_fit(
+        if any(e.is_inference(env[n]) for n in names) and not shapes_fit(
                 s, kind, [tuple(e.shape(env[n])) for n in names]):
             ev.inference_operand = True
 
@@ -252,7 +253,7 @@ class _Run:
             return
         # (a setitem writes a view of t: its CopySlices is laid out as t's base, or t)
         for u in ((t if base is None else base,) if kind.writes_via_view else (t, base)):
-            if u is not None and _overlapping(e.shape(u), e.stride(u)):
+            if u is not None and overlapping(e.shape(u), e.stride(u)):
                 ev.overlapping_write = True
 
     def _recorded(self, operands: list[Any], s: Stmt, kind: Any, ev: Event) -> None:
@@ -285,29 +286,6 @@ class _Run:
             self.trace.events.append(Event(bp, b.op, status="skipped"))
             self.dead.update(names(b)[1])
             self._skip_body(b, bp)
-
-
-def _shapes_fit(s: Stmt, kind: Any, shapes: list[tuple[int, ...]]) -> bool:
-    """Whether the tensor operands' shapes fit the op (UNSPEC-10 opens INFERENCE_SAVED against
-    an error of no kind only where they do not; where they fit, INFER-5 fixes
-    INFERENCE_SAVED): a matmul's operands by matmul's rule, any other op's by broadcasting, and
-    a write's result must keep its target's shape."""
-    import numpy as np
-    try:
-        if s.params.get("fn") == "matmul" and len(shapes) == 2:
-            np.matmul(np.zeros(shapes[0]), np.zeros(shapes[1]))
-            return True
-        out = np.broadcast_shapes(*shapes) if shapes else ()
-    except ValueError:
-        return False
-    return not (kind.writes and shapes and tuple(out) != shapes[0])
-
-
-def _overlapping(shape: Any, stride: Any) -> bool:
-    """Elements that are one memory location: a dimension of size > 1 and stride 0, in a
-    tensor that has elements (INPLACE-18)."""
-    return all(n > 0 for n in shape) and any(
-        n > 1 and st == 0 for n, st in zip(shape, stride, strict=True))
 
 
 def names(s: Stmt) -> tuple[list[str], list[str]]:
