@@ -42,7 +42,8 @@ Left out on purpose:
   (LEAF-9: gradients of two dtypes may meet, and torch keeps the first to arrive);
 - of a detach() or .data of an inference tensor taken outside the mode: its `_version`, and
   whether a write into it (as a `.grad` too) or reading its `_version` ran or was refused, and
-  what such a write left (UNSPEC-10, judge/inference_aliases.py).
+  what such a write left, and the `_version` of what is computed outside the mode from it or
+  from any inference tensor (UNSPEC-10, judge/inference_aliases.py).
 What each statement does to these open points, the comparator asks its kind (the "open
 points" of conformance/kinds/registry.py) and, for a call, its row of the op table
 (`version_open_1d`, conformance/lang/ops.py); it never branches on a statement's op.

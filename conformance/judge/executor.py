@@ -131,6 +131,8 @@ class _Run:
         start = len(caught)
         operands = [env[n] for n in names]      # (an op may bind its result to one's name)
         self._probe(self._before, s, kind, ev)
+        if self.per_statement and not kind.writes:  # (as _before's inference_alias)
+            self._probe(self._inference_computed, s, kind, ev)
         try:
             kind.run(self, s, ev, path)
         except HarnessError as exc:
@@ -182,6 +184,13 @@ class _Run:
         # where a question would break its graph)
         if kind.plain_alias and self.per_statement and self.e.is_inference(self.env[s.target]):
             ev.inference_alias = True   # outside the mode, much of it is open (UNSPEC-10)
+
+    def _inference_computed(self, s: Stmt, kind: Any, ev: Event) -> None:
+        """Record that a statement binds a result computed from an inference tensor: outside
+        the mode, where its version counter starts is open (UNSPEC-10)."""
+        if not kind.binds_handle and kind.binds(s) and any(
+                self.e.is_inference(self.env[n]) for n in kind.refs(s)):
+            ev.inference_computed = True
 
     def _seeded(self, seeds: list[str], ev: Event) -> None:
         """Record that a pass without create_graph is handed a gradient that requires grad:

@@ -12,13 +12,15 @@ in place; INFERENCE_VERSION for reading an alias's `_version`. What a refused wr
 memory is open as for any write refused with INFERENCE_INPLACE, and what a write that left an
 alias requiring grad did too (torch 2.13 records it: an inference tensor that requires grad,
 whose later ops record or not); unspecified.py opens both. The `_version` of an alias, of an
-out-of-place result computed from one outside the mode, and of what shares their counters, is
-open as well (`versions`). A view of an alias is an inference tensor INFER-3 and INFER-4 cover,
+out-of-place result computed outside the mode from one or from any other inference tensor
+(torch 2.13 starts a clone() or sum() at 1, a mean() at 2), and of what shares their counters,
+is open as well (`versions`). A view of an alias is an inference tensor INFER-3 and INFER-4 cover,
 as torch 2.13 treats it: that reading its `_version` and writing into it raise is compared.
 
 The oracle's Event says which statements bind an alias (Event.inference_alias: a statement of a
-plain-alias kind, Kind.plain_alias, whose target is an inference tensor); the grad modes say
-where one ran (grad_modes.py). The statements' kinds say what they do (registry.py); nothing here
+plain-alias kind, Kind.plain_alias, whose target is an inference tensor) and which bind a
+result computed from an inference tensor (Event.inference_computed); the grad modes say where
+one ran (grad_modes.py). The statements' kinds say what they do (registry.py); nothing here
 branches on a statement's op.
 """
 from __future__ import annotations
@@ -77,7 +79,8 @@ class InferenceAliases:
     def _bind(self, s: Stmt, kind: Any, o: Event) -> None:
         bound = kind.binds(s)
         outside = not self.modes.modes(o.path)[1]
-        computed = outside and not kind.binds_handle and not self.names.isdisjoint(kind.refs(s))
+        computed = outside and not kind.binds_handle and (
+            bool(o.inference_computed) or not self.names.isdisjoint(kind.refs(s)))
         shared = kind.shares_counter(s) and s.target in self.versions
         self.names.difference_update(bound)
         self.versions.difference_update(bound)

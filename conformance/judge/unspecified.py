@@ -5,7 +5,7 @@ The comparator asks each statement's kind what it does to these open points (the
 of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
 depends on the state a statement left (the Event flags the executor records: integral_seed,
 inference_swapped, integral_requires_grad, unrecorded, overlapping_write, inference_operand,
-operands_recorded, inference_alias: inference_aliases.py),
+operands_recorded, inference_alias and inference_computed: inference_aliases.py),
 the oracle's flags decide: the state behind each is itself specified, so an engine's own flag
 is a claim under test, never a reason to compare less.
 """

@@ -67,13 +67,15 @@ class Event:
     #                                     operands as inputs, which reads a stale view (UNSPEC-17)
     inference_alias: bool | None = None  # True: a detach() or .data (Kind.plain_alias) of an
     #                                     inference tensor (the comparator: UNSPEC-10)
+    inference_computed: bool | None = None  # True: a statement that is no write bound a result
+    #                                     computed from an inference tensor (UNSPEC-10)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
                   "integral_requires_grad", "unrecorded", "integral_seed",
                   "inference_swapped", "overlapping_write", "inference_operand",
-                  "operands_recorded", "inference_alias"):
+                  "operands_recorded", "inference_alias", "inference_computed"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

@@ -807,6 +807,68 @@ def test_what_is_not_an_inference_alias_is_compared(case, torch_engine):
     assert at in [d.path for d in compare(p, o, e)]
 
 
+# ---- UNSPEC-10: a result computed outside the mode from an inference tensor ---------------
+def _computed_from_inference(fn: str, shape: list[int], dtype: str, *more: S) -> Program:
+    """a made inside inference mode; b = a.<fn>() outside it (path 1), b's version (path 2),
+    its value (path 3), then `more`."""
+    return Program([
+        S("mode", params={"mode": "inference_mode"},
+          body=[leaf("a", [float(i + 1) for i in range(_count(shape))], shape, dtype, rg=False)]),
+        S("call", out="b", args=["a"], params={"fn": fn}), obs("b", "version"),
+        obs("b", "value"), *more])
+
+
+def _cast_away(dtype: str) -> str:
+    """The cast that makes a tensor of `dtype` a copy of the other float dtype."""
+    return "double" if dtype == "float32" else "float"
+
+
+@pytest.mark.clause("UNSPEC-10")
+@pytest.mark.parametrize("shape,dtype", _ALIAS_SHAPES)
+@pytest.mark.parametrize("fn", ["clone", "sum", "abs", "mean", "max", "cast"])
+def test_the_version_of_a_result_computed_from_an_inference_tensor_is_not_compared(
+        fn, shape, dtype, torch_engine):
+    """UNSPEC-10: torch 2.13 starts the version counter of a clone(), sum(), abs(), max() or
+    cast of an inference tensor, computed outside the mode, at 1 and of a mean() at 2, refimpl
+    at 0; that is not compared, and neither is it after a write into the result. The oracle's
+    flag decides: without it, the versions diverge."""
+    fn = _cast_away(dtype) if fn == "cast" else fn
+    p = _computed_from_inference(fn, shape, dtype, _inplace("b", "add_", 1.0),
+                                 obs("b", "version"))
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert [ev.path for ev in o.events if ev.inference_computed] == ["1"]   # (not the write)
+    assert o.by_path()["2"].value != e.by_path()["2"].value     # (the point of the test)
+    assert compare(p, o, e) == []
+    unflagged = copy.deepcopy(o)
+    unflagged.by_path()["1"].inference_computed = None
+    assert [d.path for d in compare(p, unflagged, e)] == ["2", "5"]
+
+
+@pytest.mark.clause("UNSPEC-10", "VER-1", "INFER-3")
+@pytest.mark.parametrize("case", ["an ordinary tensor's version", "the result's value",
+                                  "computed inside the mode"])
+def test_what_is_not_such_a_version_is_compared(case, torch_engine):
+    """Only the version of a result computed outside the mode is open: that of an ordinary
+    tensor in the same program, the result's value, and reading the version of a result
+    computed inside the mode (an inference tensor: INFER-3 refuses it) are compared, and an
+    engine that differs there diverges."""
+    p = _computed_from_inference("clone", [2], "float32", leaf("c", [1.0, 2.0], [2], rg=False),
+                                 _inplace("c", "add_", 1.0), obs("c", "version"))
+    if case == "computed inside the mode":
+        p.statements[0].body.append(p.statements.pop(1))
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert compare(p, o, e) == []
+    at = {"an ordinary tensor's version": "6", "the result's value": "3",
+          "computed inside the mode": "1"}[case]
+    ev = e.by_path()[at]
+    if case == "computed inside the mode":
+        assert o.by_path()[at].error == "INFERENCE_VERSION"
+        ev.status, ev.error, ev.value = "ok", None, 1
+    else:
+        ev.value = [9.0, 9.0] if case == "the result's value" else ev.value + 1
+    assert [d.path for d in compare(p, o, e)] == [at]
+
+
 # ---- GRAD-3, UNSPEC-1, UNSPEC-16: a .grad bound to a name ----------------------------------
 def _bound_grad(*middle: S) -> Program:
     """x's first .grad bound to h, then `middle`, then h's value (the last path) observed."""
