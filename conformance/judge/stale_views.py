@@ -11,13 +11,15 @@ write wrote nothing) and a backward adding into the `.grad` it is a view of. The
 its grad_fn rebuilds it (`Kind.reads_history`), and so does an op recorded with it as an
 operand: a statement naming it does not tell whether its op recorded, so the executor asks
 the oracle (`Kind.records_node`: Event.operands_recorded, or Event.unrecorded for a write, with
-grad mode on). Until then what a pass leaves in its retained `.grad` is open (RETAIN-6),
-and a hook put on it through Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch
-2.13 crashes registering it, or never calls it when the view had a hook before the write; on an
-output of a multi-output view or of a custom Function (`Kind.guarded_view`) it registers it or
-refuses it. The hook's calls are not compared, nor, on such an output, the registration; where
-the hook may change the gradient it gets (`Kind.hook_rewrites`), nor is what a pass through the
-view computes.
+grad mode on), and so does a backward pass with it among its roots or inputs
+(`Kind.roots_and_inputs`) that the oracle ran without raising: one that raised may have raised
+before it read them (API-1, API-3). Until then what a pass leaves in its retained `.grad` is
+open (RETAIN-6), and a hook put on it through Tensor.register_hook (`Kind.hooked_tensors`) is
+left open: torch 2.13 crashes registering it, or never calls it when the view had a hook before
+the write; on an output of a multi-output view or of a custom Function (`Kind.guarded_view`)
+it registers it or refuses it. The hook's calls are not compared, nor, on such an output, the
+registration; where the hook may change the gradient it gets (`Kind.hook_rewrites`), nor is
+what a pass through the view computes.
 """
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ class StaleViews:
         if self.stale:
             self.stale.difference_update(n for n in kind.reads_history(s)
                                          if not (kind.retains_target and n in self.retaining))
+            self.stale.difference_update(self.read_by_pass(s, kind, o))
             if self._recorded(s, kind, o):      # (a write through a view it makes, `v[0] =`,
                 self.stale.difference_update(kind.refs(s))  # leaves v stale again: below)
         if kind.retains_target and s.target in self.views:
@@ -95,14 +98,20 @@ class StaleViews:
             return False
         return not o.unrecorded if kind.writes else bool(o.operands_recorded)
 
+    def read_by_pass(self, s: Stmt, kind: Any, o: Event) -> set[str]:
+        """The roots and inputs of a backward pass the oracle ran without raising: torch read
+        the grad_fn of each before it ran a node (UNSPEC-17). A pass that raised may have
+        raised as it checked its arguments, before reading any (API-1, API-3): none counts."""
+        return set(kind.roots_and_inputs(s)) if o.status == "ok" else set()
+
     def _written(self, views: set[str]) -> None:
         self.stale |= views
 
-    def unread_retained(self) -> set[str]:
-        """Stale views that retain their .grad: what a pass leaves in their .grad is open
-        (RETAIN-6) until something reads their history, an op recorded with one as an operand
-        included (update)."""
-        return self.stale & self.retaining
+    def unread_retained(self, s: Stmt, kind: Any, o: Event) -> set[str]:
+        """Stale views that retain their .grad, of those the pass `s` does not read first:
+        what it leaves in their .grad is open (RETAIN-6) until something reads their history,
+        an op recorded with one as an operand included (update)."""
+        return (self.stale & self.retaining) - self.read_by_pass(s, kind, o)
 
     def _bind(self, s: Stmt, kind: Any) -> None:
         bound = kind.binds(s)

@@ -155,7 +155,7 @@ class Unspecified:
         self._tally(s, kind)
         stale = self.stale_views
         if kind.backward_pass and stale.stale:      # a stale view's retained .grad: what a
-            self.lost.update(stale.unread_retained())   # pass leaves there is open
+            self.lost.update(stale.unread_retained(s, kind, o))     # pass leaves there is open
         self._pass_open(s, kind, stale.update(s, kind, o, e))   # (UNSPEC-17, RETAIN-6)
         if kind.retains_target and s.target:
             self.retaining.add(s.target)

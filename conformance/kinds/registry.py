@@ -22,7 +22,7 @@ everything about the kind:
                    grad_dtypes_set,
                    records_grads, may_copy,
                    same_object, unversioned, observed, grad_hook, hook_labels,
-                   recorded_results,
+                   recorded_results, roots_and_inputs,
                    hook_order_open, recorded_gradients, data_swapped, body_mode, detaches,
                    plain_alias, observed_aspects
 
@@ -209,6 +209,17 @@ class Kind:
         one that requires grad requires grad is open (UNSPEC-3); the executor records whether
         one does (Event.seed_requires_grad)."""
         return [gradient for _, gradient in self.seeded_roots(s)]
+
+    def roots_and_inputs(self, s: Any) -> list[str]:
+        """A backward-like statement's roots and inputs: the names it reads less the gradients
+        it hands its pass (seeds). torch reads the grad_fn of each once it has checked its
+        arguments, before it runs a node, in any grad mode: a view an alias wrote gets its new
+        grad_fn there (UNSPEC-17). A gradient is read only where an op records with it
+        (create_graph), and a name that is both is taken as a gradient."""
+        if not self.backward_pass:
+            return []
+        seeds = self.seeds(s)
+        return [n for n in self.refs(s) if n not in seeds]
 
     def seeded_roots(self, s: Any) -> list[tuple[str, str]]:
         """(root, gradient) pairs: the tensor named `gradient` is the one a backward-like

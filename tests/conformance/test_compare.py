@@ -1791,6 +1791,87 @@ def test_an_op_on_a_stale_view_that_records_nothing_leaves_it_stale(torch_engine
     assert compare(p, o, e) == []
 
 
+_G = leaf("g", [1.0, 1.0], [2], rg=False)     # a gradient for v = b[0]
+_R = S("call", out="r", args=["b"], params={"fn": "sum"})   # from b after the write, not from v
+_PASSES_OF_V = {
+    "v.backward(g)": [_G, S("backward", target="v", args=["g"], params={"retain_graph": True})],
+    "v.backward(g) with grad mode off": [_G, S("mode", params={"mode": "no_grad"}, body=[
+        S("backward", target="v", args=["g"], params={"retain_graph": True})])],
+    "v.backward(g, create_graph=True)": [_G, S("backward", target="v", args=["g"], params={
+        "retain_graph": True, "create_graph": True})],
+    "autograd.backward([v], [g])": [_G, S("backward_many", params={
+        "tensors": ["v"], "grad_tensors": ["g"], "retain_graph": True})],
+    "autograd.grad([v], [x], [g])": [_G, S("grad", params={
+        "outputs": ["v"], "inputs": ["x"], "grad_outputs": ["g"], "retain_graph": True,
+        "outs": ["gx"]})],
+    "autograd.grad([v], [v], [g])": [_G, S("grad", params={
+        "outputs": ["v"], "inputs": ["v"], "grad_outputs": ["g"], "retain_graph": True,
+        "outs": ["gv"]})],
+    "autograd.grad([r], [v]), v unused": [_R, S("grad", params={
+        "outputs": ["r"], "inputs": ["v"], "retain_graph": True, "allow_unused": True,
+        "outs": ["gv"]})],
+    "r.backward(inputs=[v])": [_R, S("backward", target="r", params={
+        "retain_graph": True, "inputs": ["v"]})],
+}
+
+
+@pytest.mark.parametrize("op", list(_PASSES_OF_V))
+def test_a_pass_from_or_to_a_stale_view_reads_its_history(torch_engine, op):
+    """UNSPEC-17 counts a backward pass with the view among its roots or inputs as a read:
+    torch 2.13 reads their grad_fn (in any grad mode) before it runs a node, so a hook
+    registered on the view after the pass is called, as after reading v.grad_fn. Its calls
+    are compared."""
+    p = _view_then([_ADD_B], copy.deepcopy(_PASSES_OF_V[op]), [_H0])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = [ev.path for ev in o.events if ev.op == "backward"][-1]
+    assert "h1" in [c[0] for c in o.by_path()[at].hooks]
+    assert compare(p, o, e) == []
+    e.by_path()[at].hooks = [c for c in e.by_path()[at].hooks if c[0] != "h1"]
+    assert [(d.path, d.what) for d in compare(p, o, e)] == [(at, "hooks")]
+
+
+_REFUSED_PASSES_OF_V = {
+    "v.backward() of two elements (API-1)": [S("backward", target="v", params={})],
+    "v.backward(g) of another shape (API-3)": [
+        leaf("g", [1.0, 1.0, 1.0], [3], rg=False), S("backward", target="v", args=["g"],
+                                                     params={"retain_graph": True})],
+    "autograd.grad([v], [x]) (API-1)": [S("grad", params={
+        "outputs": ["v"], "inputs": ["x"], "retain_graph": True, "outs": ["gx"]})],
+}
+
+
+@pytest.mark.parametrize("op", list(_REFUSED_PASSES_OF_V))
+def test_a_pass_refused_before_it_reads_a_stale_view_leaves_it_stale(torch_engine, op):
+    """A pass that raises as it checks its arguments reads no grad_fn: torch 2.13 never calls
+    a hook registered on the view after it (it had one before the write), refimpl does, and
+    the hook's calls stay open."""
+    p = _view_then([_ADD_B], copy.deepcopy(_REFUSED_PASSES_OF_V[op]), [_H0])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = [ev.path for ev in o.events if ev.op == "backward"][-1]
+    assert [ev.status for ev in o.events if ev.op in ("backward", "grad")][0] == "error"
+    assert [c[0] for c in o.by_path()[at].hooks] == [] != e.by_path()[at].hooks
+    assert compare(p, o, e) == []
+
+
+@pytest.mark.parametrize("op, grad", [("v.backward(g)", [1.0, 1.0]),
+                                      ("autograd.grad([v], [x], [g])", [1.0, 1.0]),
+                                      ("autograd.grad([r], [v]), v unused", None)])
+def test_a_pass_that_reads_a_stale_retained_view_leaves_its_grad_compared(torch_engine, op,
+                                                                          grad):
+    """What a pass leaves in the .grad of a stale view that retains it is open (RETAIN-6)
+    unless the pass reads the view's history first, as one with it among its roots or
+    inputs does: torch 2.13 then moves the retaining to the new grad_fn, as a read before
+    the pass would (autograd.grad fills a retained .grad too; unreached, it stays None)."""
+    seen = obs("v", "grad")
+    p = _view_then([_ADD_B], [*copy.deepcopy(_PASSES_OF_V[op]), seen],
+                   [S("retain_grad", target="v")])
+    at = str(next(i for i, st in enumerate(p.statements) if st is seen))
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()[at].value == grad and compare(p, o, e) == []
+    e.by_path()[at].value = [7.0, 7.0]
+    assert [d.path for d in compare(p, o, e)] == [at]
+
+
 def test_a_pass_refused_after_adding_into_a_held_grad_leaves_its_views_stale(torch_engine):
     """A pass that raised may have added into a .grad already (UNSPEC-1): torch 2.13 did (a
     post-accumulate hook that returns a value raises after it ran), so a view of that .grad
