@@ -9,17 +9,18 @@ requiring grad (Event.unrecorded), a custom Function's
 forward writing what apply then refuses (FUNC-11: `Kind.wrote_if_refused`; any other refused
 write wrote nothing) and a backward adding into the `.grad` it is a view of. The next read of
 its grad_fn rebuilds it (`Kind.reads_history`), and so does an op recorded with it as an
-operand: a statement naming it does not tell whether its op recorded, so the executor asks
-the oracle (`Kind.records_node`: Event.operands_recorded, or Event.unrecorded for a write, with
-grad mode on), and so does a backward pass with it among its roots or inputs
-(`Kind.roots_and_inputs`) that the oracle ran without raising: one that raised may have raised
-before it read them (API-1, API-3). Until then what a pass leaves in its retained `.grad` is
-open (RETAIN-6), and a hook put on it through Tensor.register_hook (`Kind.hooked_tensors`) is
-left open: torch 2.13 crashes registering it, or never calls it when the view had a hook before
-the write; on an output of a multi-output view or of a custom Function (`Kind.guarded_view`)
-it registers it or refuses it. The hook's calls are not compared, nor, on such an output, the
-registration; where the hook may change the gradient it gets (`Kind.hook_rewrites`), nor is
-what a pass through the view computes.
+operand, `set_` with it as source or target among them: a statement naming it does not tell
+whether its op recorded, so the executor asks the oracle (`Kind.records_node`:
+Event.operands_recorded, or Event.unrecorded for a write, with grad mode on), and so does a
+backward pass with it among its roots or inputs (`Kind.roots_and_inputs`) that the oracle ran
+without raising: one that raised may have raised before it read them (API-1, API-3). Until
+then what a pass leaves in its retained `.grad` is open (RETAIN-6), and a hook put on it
+through Tensor.register_hook (`Kind.hooked_tensors`) is left open: torch 2.13 crashes
+registering it, or never calls it when the view had a hook before the write; on an output of
+a multi-output view or of a custom Function (`Kind.guarded_view`) it registers it or refuses
+it. The hook's calls are not compared, nor, on such an output, the registration; where the
+hook may change the gradient it gets (`Kind.hook_rewrites`), nor is what a pass through the
+view computes.
 """
 from __future__ import annotations
 

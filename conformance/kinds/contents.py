@@ -92,7 +92,7 @@ class SetStorage(Kind):
     caps = ("core", "data_assign")
     weight = 3
     since = 20
-    in_place = writes = True
+    in_place = writes = records_node = True     # (a node with target and args[0] as inputs)
     doc = ("target.set_(args[0]): target shares args[0]'s storage and shape, an in-place write "
            "of target (its version counts one) that records a node without a derivative")
 
