@@ -41,7 +41,7 @@ class StaleViews:
         self.guarded: set[str] = set()      # ... that refuse in-place writes (VIEW-7, FUNC-14)
         self.stale: set[str] = set()        # ... written since their history was last read
         self.retaining: set[str] = set()    # ... that retain their .grad (retain_grad again
-        #                                     reads nothing)
+        #                                     reads nothing), or a pass's inputs made retain
         self.held: dict[str, int] = {}      # tensor -> the counter of its .grad, where a name
         #                                     holds it (GRAD-3): a plain pass adds into it
         self.hooks: set[str] = set()        # labels of hooks registered on a stale view
@@ -65,6 +65,9 @@ class StaleViews:
                 self.stale.difference_update(kind.refs(s))  # leaves v stale again: below)
         if kind.retains_target and s.target in self.views:
             self.retaining.add(s.target)
+        if kind.fills_grads:    # backward(inputs=...) retains the views it names (API-11:
+            self.retaining.update(  # in order, before a refusal of a later one, so any)
+                n for n in s.params.get("inputs") or [] if n in self.views)
         for name in kind.resets_grads(s) + ([s.target] if kind.assigns_grad else []):
             self.held.pop(name or "", None)     # what held its .grad is no .grad now
         if kind.writes:

@@ -1895,6 +1895,38 @@ def test_a_pass_that_reads_a_stale_retained_view_leaves_its_grad_compared(torch_
     assert [d.path for d in compare(p, o, e)] == [at]
 
 
+_INPUTS_V = S("backward", target="r", params={"retain_graph": True, "inputs": ["v"]})
+
+
+def test_a_view_a_pass_retains_as_an_input_reads_nothing_on_retain_grad(torch_engine):
+    """backward(inputs=[v]) makes v retain its gradient (API-11): once v is stale, a
+    retain_grad() on it reads nothing, so a hook registered on it after is open (UNSPEC-17:
+    torch 2.13 drops it, refimpl calls it)."""
+    p = _view_then([_ADD_B], [S("retain_grad", target="v")], [_H0, _R, _INPUTS_V])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    at = [ev.path for ev in o.events if ev.op == "backward"][-1]
+    assert [c[0] for c in o.by_path()[at].hooks] == [] != e.by_path()[at].hooks
+    assert compare(p, o, e) == []
+
+
+def test_a_stale_view_a_pass_retains_as_an_input_has_its_grad_open(torch_engine):
+    """What a pass through a graph recorded before the write leaves in the .grad of a view
+    that retains it is open (RETAIN-6, UNSPEC-17), a view backward(inputs=...) made retain
+    too (API-11): torch 2.13 adds the gradient of its old value."""
+    p = Program([leaf("x", [1.0, 2.0, 3.0, 4.0], [2, 2], rg=True),
+                 S("call", out="b", args=["x", 1.0], params={"fn": "mul"}),
+                 S("getitem", out="v", target="b", params={"index": [0]}),
+                 S("call", out="m", args=["v", 10.0], params={"fn": "mul"}),
+                 S("call", out="y", args=["m"], params={"fn": "sum"}), _R, _INPUTS_V,
+                 _ADD_B, S("backward", target="y", params={}), obs("v", "grad"),
+                 obs("x", "grad")])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    assert o.by_path()["9"].value == [10.0, 10.0] and compare(p, o, e) == []
+    e.by_path()["9"].value = [7.0, 7.0]
+    e.by_path()["10"].value = [[9.0, 9.0], [9.0, 9.0]]
+    assert [d.path for d in compare(p, o, e)] == ["10"]
+
+
 def test_a_pass_refused_after_adding_into_a_held_grad_leaves_its_views_stale(torch_engine):
     """A pass that raised may have added into a .grad already (UNSPEC-1): torch 2.13 did (a
     post-accumulate hook that returns a value raises after it ran), so a view of that .grad
