@@ -162,6 +162,56 @@ def test_a_hook_registered_on_a_view_after_its_history_is_read_again_is_called(
     differential(prog)
 
 
+# a pass with the view among its roots or inputs, or set_ with it as source or target, with
+# grad mode on: each reads its history (y0 was recorded from the view before the write)
+_PASS_READS = {
+    "backward from it": lambda torch, v, y0: v.backward(torch.ones_like(v), retain_graph=True),
+    "backward from it, grad mode off": lambda torch, v, y0: _no_grad(torch, lambda: v.backward(
+        torch.ones_like(v), retain_graph=True)),
+    "autograd.backward from it": lambda torch, v, y0: torch.autograd.backward(
+        [v], [torch.ones_like(v)], retain_graph=True),
+    "autograd.grad of it": lambda torch, v, y0: torch.autograd.grad(
+        [v], [v], [torch.ones_like(v)]),
+    "autograd.grad with respect to it": lambda torch, v, y0: torch.autograd.grad(
+        [y0], [v], retain_graph=True, allow_unused=True),
+    "backward with it as an input": lambda torch, v, y0: y0.backward(inputs=[v],
+                                                                     retain_graph=True),
+    "set_ from it": lambda torch, v, y0: torch.zeros(v.shape, dtype=v.dtype).set_(v),
+    "set_ of it": lambda torch, v, y0: v.set_(torch.zeros(v.shape, dtype=v.dtype)),
+}
+
+
+def _no_grad(torch, fn) -> None:
+    with torch.no_grad():
+        fn()
+
+
+@pytest.mark.clause("UNSPEC-17")
+@pytest.mark.parametrize("read", sorted(_PASS_READS))
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+def test_a_pass_or_set_that_reads_a_stale_view_binds_a_later_hook(differential, view, write,
+                                                                   read):
+    """A backward pass reads the grad_fn of its roots and inputs before it runs a node, in
+    any grad mode, and `set_` records a node with grad mode on (DATA-8): a view an alias
+    wrote gets its new grad_fn there, and a hook registered on it after is called, as after
+    reading v.grad_fn (a `set_` of it leaves a node that refuses the pass after the hook)."""
+    def prog(torch, log):
+        x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64,
+                         requires_grad=True)
+        b = x * 1
+        v = _VIEWS[view](b)
+        v.register_hook(lambda g: log("hook before the write", g))
+        y0 = (v * 3).sum()
+        _WRITES[write](b, v)
+        _PASS_READS[read](torch, v, y0)
+        log("x.grad", x.grad)
+        v.register_hook(lambda g: log("hook after", g))
+        log.attempt("pass", lambda: (v * v).sum().backward())
+        log("x.grad", x.grad)
+    differential(prog)
+
+
 @pytest.mark.clause("UNSPEC-17")
 def test_a_hook_on_a_view_written_through_data_is_called(differential):
     """`.data` has a version counter of its own (VER-6): a write through it leaves the view's
