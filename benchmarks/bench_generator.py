@@ -26,12 +26,25 @@ sys.path.insert(0, ROOT)
 V1_COMMIT = "2131cd82ec0321bcdbb926af07c6cc2ba13f72e4"
 V1_MODULES = ("generate", "strategies", "program")
 V1_PACKAGE = "_gradspec_generator_v1"
-# The frozen generator reads clause metadata through `.specdoc`; the spec reader is shared.
+# The frozen generator reads clause metadata through `.specdoc`; the spec reader is shared. It
+# knows no finer capability (conformance/spec/capabilities.py, FINER): a clause that requires
+# one (GRAPH-4 and GRAPH-6 require graph_structure since 2.0.0, where they required grad_fn)
+# requires, for it, the coarse capability that implies it, as the current generator reads it.
 _SPECDOC_SHIM = '''
+import types
+
 try:
-    from conformance.spec.reader import load_spec  # noqa: F401
+    from conformance.spec.capabilities import FINER
+    from conformance.spec.reader import load_spec as _load
 except ImportError:
-    from conformance.specdoc import load_spec  # noqa: F401
+    from conformance.specdoc import load_spec as _load
+    FINER = {}
+
+
+def load_spec():
+    return types.SimpleNamespace(clauses={
+        cid: types.SimpleNamespace(requires=tuple(FINER.get(r, r) for r in c.requires))
+        for cid, c in _load().clauses.items()})
 '''
 
 
