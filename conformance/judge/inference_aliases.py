@@ -8,7 +8,8 @@ as INFER-3 and INFER-4 treat other inference tensors: no counter, and those writ
 which of the two a statement did is open, where one side ran it and the other raised:
 INFERENCE_INPLACE for a write into an alias (its target), a backward without create_graph while
 some `.grad` is one (which leaves a pass reaches is not followed) or a zero_grad that zeroes one
-in place; INFERENCE_VERSION for reading an alias's `_version`. What a refused write left in
+in place, where torch ran it (where torch refused one, it met a real inference `.grad`:
+INFER-4); INFERENCE_VERSION for reading an alias's `_version`. What a refused write left in
 memory is open as for any write refused with INFERENCE_INPLACE, and what a write that left an
 alias requiring grad did too (torch 2.13 records it: an inference tensor that requires grad,
 whose later ops record or not); unspecified.py opens both. The `_version` of an alias, of an
@@ -46,18 +47,20 @@ class InferenceAliases:
             return False
         error = o.error or e.error
         if error == "INFERENCE_INPLACE":
-            return self._writes(s, kind)
+            return self._writes(s, kind, o)
         return error == "INFERENCE_VERSION" and any(
             aspect == "version" and tensor in self.names
             for tensor, aspect in kind.observed_aspects(s))
 
-    def _writes(self, s: Stmt, kind: Any) -> bool:
+    def _writes(self, s: Stmt, kind: Any, o: Event) -> bool:
         """Whether the statement writes into an alias in place: its target, or a .grad that is
         one, which a pass without create_graph adds into (GRAD-4; a pass with it replaces the
-        .grad, DOUBLE-3) or a zero_grad zeroes (one that sets .grads to None writes none)."""
+        .grad, DOUBLE-3) or a zero_grad zeroes (one that sets .grads to None writes none).
+        torch 2.13 always runs those: where the oracle refused one, the .grad it refused is a
+        real inference tensor (INFER-4), compared, whatever alias .grads there are besides."""
         if kind.writes and s.target in self.names:
             return True
-        if not self.grads:
+        if not self.grads or o.status != "ok":
             return False
         zeroed = set(kind.touches_grads(s)).difference(kind.resets_grads(s))
         return (kind.fills_grads and not kind.records_grads(s)) or \

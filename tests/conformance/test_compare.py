@@ -2453,3 +2453,28 @@ def test_inference_saved_against_an_error_of_no_kind_is_compared_where_the_shape
     e.by_path()["2"].error = "OTHER"                         # an engine's wrong error
     e.by_path()["2"].message = "some unrelated failure"
     assert [d.path for d in compare(p, o, e)] == ["2"]
+
+
+@pytest.mark.clause("UNSPEC-10", "INFER-4")
+@pytest.mark.parametrize("alias_grad", [False, True])
+def test_a_pass_torch_refuses_for_an_inference_grad_is_compared_beside_alias_grads(
+        alias_grad, torch_engine):
+    """torch 2.13 always adds into a .grad that is an inference alias; where it refuses a pass
+    with INFERENCE_INPLACE, the .grad it met is a real inference tensor (INFER-4). An engine
+    that runs that pass diverges, whether or not some other leaf's .grad is an alias."""
+    body = [leaf("a", [0.0, 0.0], [2], rg=False), leaf("a2", [0.0, 0.0], [2], rg=False)]
+    stmts = [S("mode", params={"mode": "inference_mode"}, body=body)]
+    if alias_grad:
+        stmts += [S("detach", out="d", target="a"), leaf("x", [1.0, 2.0], [2]),
+                  S("set_grad", target="x", args=["d"])]
+    stmts += [leaf("w", [1.0, 2.0], [2]), S("set_grad", target="w", args=["a2"]),
+              S("call", out="y", args=["w", 3.0], params={"fn": "mul"}),
+              S("call", out="s", args=["y"], params={"fn": "sum"}),
+              S("backward", target="s", params={}), obs("w", "grad")]
+    p = Program(stmts)
+    o, e = traces(p, torch_engine)
+    at = next(ev.path for ev in o.events if ev.op == "backward")
+    assert o.by_path()[at].error == "INFERENCE_INPLACE"
+    ev = e.by_path()[at]
+    ev.status, ev.error, ev.message = "ok", None, None
+    assert at in [d.path for d in compare(p, o, e)]
