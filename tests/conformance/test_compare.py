@@ -693,8 +693,9 @@ def _count(shape: list[int]) -> int:
     return n
 
 
-# what torch 2.13 runs on an alias d and refimpl refuses: writes, the addition into it as a
-# .grad, a module's zero_grad of it, reading its _version (an observe and a sweep)
+# what torch 2.13 runs on an alias d and refimpl refuses: writes (a custom Function's that marks
+# it dirty too), the addition into it as a .grad, a module's zero_grad of it, reading its
+# _version (an observe and a sweep)
 _ALIAS_CASES = {
     "add_": lambda shape, dtype: [_inplace("d", "add_", 1.0), obs("d", "value"),
                                   obs("d", "version")],
@@ -704,6 +705,8 @@ _ALIAS_CASES = {
                                      obs("d", "value")],
     "version": lambda shape, dtype: [obs("d", "version"), S("sweep", params={"of": [
         ["d", "version", []], ["d", "value", []]]})],
+    "dirty_function": lambda shape, dtype: [
+        S("dirty_function", target="d", params={"fn": "ScaleDirty"}), obs("d", "value")],
     "backward": _into_grad,
     "zero_grad": lambda shape, dtype: [
         S("parameter", out="p", params={"values": [1.0] * _count(shape), "shape": shape,
