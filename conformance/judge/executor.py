@@ -153,6 +153,9 @@ class _Run:
                 self._probe(self._written, s, kind, ev)
             # (not inside a unit an engine compiles: the probe's questions would break its
             # graph; the comparator reads the oracle's flag, and an unset one leaves it open)
+            if self.per_statement and not kind.writes:
+                self._probe(lambda s, kind, ev: self._returned(names, operands, s, kind, ev),
+                            s, kind, ev)
             if self.per_statement and kind.recorded_results(s):
                 self._probe(lambda s, kind, ev: self._recorded(operands, s, kind, ev), s, kind,
                             ev)
@@ -279,6 +282,15 @@ class _Run:
             if e.requires_grad(t) and not any(t is u for u in operands):
                 ev.operands_recorded = True
                 return
+
+    def _returned(self, refs: list[str], operands: list[Any], s: Stmt, kind: Any,
+                  ev: Event) -> None:
+        """Record which operand a statement bound as its result itself (torch: a cast to a
+        tensor's own dtype returns it), so that the comparator follows it as that operand."""
+        for t in (self.env[n] for n in kind.binds(s) if n in self.env):
+            for n, u in zip(refs, operands, strict=True):
+                if t is u:
+                    ev.returned_operand = n
 
     def _harness(self, s: Stmt, ev: Event, exc: HarnessError) -> None:
         """A statement gradspec cannot express: recorded as such; it binds nothing, and its

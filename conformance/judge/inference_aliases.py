@@ -20,9 +20,10 @@ as torch 2.13 treats it: that reading its `_version` and writing into it raise i
 
 The oracle's Event says which statements bind an alias (Event.inference_alias: a statement of a
 plain-alias kind, Kind.plain_alias, whose target is an inference tensor) and which bind a
-result computed from an inference tensor (Event.inference_computed); the grad modes say where
-one ran (grad_modes.py). The statements' kinds say what they do (registry.py); nothing here
-branches on a statement's op.
+result computed from an inference tensor (Event.inference_computed), and which bind an operand
+itself (Event.returned_operand: torch returns a tensor cast to its own dtype), which is then
+what that operand was; the grad modes say where one ran (grad_modes.py). The statements' kinds
+say what they do (registry.py); nothing here branches on a statement's op.
 """
 from __future__ import annotations
 
@@ -85,11 +86,13 @@ class InferenceAliases:
         computed = outside and not kind.binds_handle and (
             bool(o.inference_computed) or not self.names.isdisjoint(kind.refs(s)))
         shared = kind.shares_counter(s) and s.target in self.versions
+        same = o.returned_operand   # the operand itself (a cast to its own dtype): as it is
+        alias, versioned = same in self.names, same in self.versions
         self.names.difference_update(bound)
         self.versions.difference_update(bound)
-        if o.inference_alias and o.status == "ok" and outside:
+        if o.inference_alias and o.status == "ok" and outside or alias:
             self.names.update(bound)
-        if computed or shared or o.inference_alias and outside:
+        if computed or shared or versioned or o.inference_alias and outside:
             self.versions.update(bound)
         if kind.assigns_grad and s.target:
             self.grads.discard(s.target)

@@ -87,7 +87,7 @@ class StaleViews:
         hooked = [n for n in kind.hooked_tensors(s) if n in self.stale]
         if hooked:
             self.hooks.update(kind.hook_labels(s))
-        self._bind(s, kind)
+        self._bind(s, kind, o.returned_operand)
         return hooked if hooked and kind.hook_rewrites(s) else []
 
     def _recorded(self, s: Stmt, kind: Any, o: Event) -> bool:
@@ -117,14 +117,21 @@ class StaleViews:
         an op recorded with one as an operand included (update)."""
         return (self.stale & self.retaining) - self.read_by_pass(s, kind, o)
 
-    def _bind(self, s: Stmt, kind: Any) -> None:
+    def _bind(self, s: Stmt, kind: Any, same: str | None) -> None:
+        """Follow the names the statement binds; `same`: the operand it bound as its result
+        itself (a cast to its own dtype), which they are, a view or not, stale or not."""
         bound = kind.binds(s)
         shared = kind.shares_counter(s) and s.target in self.counter
+        carried = [names for names in (self.views, self.guarded, self.stale, self.retaining)
+                   if same in names]
         for name in bound:
-            self.counter[name] = self.counter[s.target] if shared else next(self._ids)
+            self.counter[name] = self.counter[s.target] if shared else self.counter.get(
+                same or "") or next(self._ids)
         guarded_target = s.target in self.guarded      # (read first: `r = r[0]`)
         for names in (self.views, self.guarded, self.stale, self.retaining):
             names.difference_update(bound)
+        for names in carried:
+            names.update(bound)
         if kind.makes_view(s):
             self.views.update(bound)
             if kind.guarded_view or guarded_target:    # a view of one is guarded too

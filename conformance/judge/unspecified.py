@@ -5,7 +5,8 @@ The comparator asks each statement's kind what it does to these open points (the
 of conformance/kinds/registry.py); it never branches on a statement's op. Where what is open
 depends on the state a statement left (the Event flags the executor records: integral_seed,
 inference_swapped, integral_requires_grad, unrecorded, overlapping_write, inference_operand,
-operands_recorded, inference_alias and inference_computed: inference_aliases.py),
+operands_recorded, inference_alias, inference_computed and returned_operand:
+inference_aliases.py),
 the oracle's flags decide: the state behind each is itself specified, so an engine's own flag
 is a claim under test, never a reason to compare less.
 """
@@ -197,9 +198,7 @@ class Unspecified:
             self.leaves.update(bound)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
         self.seeded.difference_update(bound)
-        for name in bound:                  # a fresh tensor under an old name
-            self.group[name] = next(self.storages)
-            self.versionless.discard(name)
+        for name in self._fresh(bound, o.returned_operand or ""):
             self.graph_open.pop(name, None)
             if into_graph:                  # its edges may lead into a gradient's graph
                 self.graph_open[name] = 1
@@ -226,6 +225,15 @@ class Unspecified:
                 self.seeded.update(self.group)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
+
+    def _fresh(self, bound: list[str], same: str) -> list[str]:
+        """Give the names bound a storage of their own, or, where the statement bound its
+        operand `same` itself (a cast to its own dtype), that one's, as they are it."""
+        g, unversioned = self.group.get(same), same in self.versionless
+        for name in bound:
+            self.group[name] = g or next(self.storages)
+            (self.versionless.add if unversioned else self.versionless.discard)(name)
+        return bound
 
     def _written(self, s: Stmt, kind: Any, g: int | None, o: Event, e: Event) -> None:
         """What a write leaves open of its target and the names of its storage `g`."""

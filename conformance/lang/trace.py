@@ -69,13 +69,16 @@ class Event:
     #                                     inference tensor (the comparator: UNSPEC-10)
     inference_computed: bool | None = None  # True: a statement that is no write bound a result
     #                                     computed from an inference tensor (UNSPEC-10)
+    returned_operand: str | None = None  # the operand a statement that is no write bound as
+    #                                     its result itself (a cast to its own dtype returns it)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"path": self.path, "op": self.op, "status": self.status}
         for k in ("error", "message", "dtype", "shapes", "segment", "seed_requires_grad",
                   "integral_requires_grad", "unrecorded", "integral_seed",
                   "inference_swapped", "overlapping_write", "inference_operand",
-                  "operands_recorded", "inference_alias", "inference_computed"):
+                  "operands_recorded", "inference_alias", "inference_computed",
+                  "returned_operand"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         for k in ("warnings", "hooks"):

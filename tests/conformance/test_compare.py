@@ -847,6 +847,36 @@ def test_the_version_of_a_result_computed_from_an_inference_tensor_is_not_compar
     assert [d.path for d in compare(p, unflagged, e)] == ["2", "5"]
 
 
+def _own_cast(source: str, dtype: str) -> S:
+    """c = source.float() (or .double()): a cast to the dtype source has."""
+    return S("call", out="c", args=[source],
+             params={"fn": "float" if dtype == "float32" else "double"})
+
+
+@pytest.mark.clause("UNSPEC-10")
+@pytest.mark.parametrize("shape,dtype", _ALIAS_SHAPES)
+@pytest.mark.parametrize("case", ["an alias's write", "an alias's version", "a result's version"])
+def test_a_cast_to_its_own_dtype_is_followed_as_its_operand(case, shape, dtype, torch_engine):
+    """torch 2.13's cast of a tensor to its own dtype returns the tensor itself: c = d.float()
+    of an inference alias d is d (a write into it runs or not and what it left in a's memory,
+    and its version, are open), of a clone b of an inference tensor is b (its version is
+    open). The oracle's flag decides: without it, they diverge."""
+    if case == "a result's version":
+        source, p = "b", _computed_from_inference("clone", shape, dtype, _own_cast("b", dtype),
+                                                  obs("c", "version"))
+    else:
+        body = [_inplace("c", "add_", 1.0), obs("c", "value")] \
+            if case == "an alias's write" else [obs("c", "version")]
+        source, p = "d", _inference_alias("detach", shape, dtype,
+                                          [_own_cast("d", dtype), *body])
+    o, e = execute(p, torch_engine), execute(p, load_engine("refimpl"))
+    flagged = [ev for ev in o.events if ev.returned_operand]
+    assert [ev.returned_operand for ev in flagged] == [source]
+    assert compare(p, o, e) == []
+    flagged[0].returned_operand = None
+    assert compare(p, o, e) != []
+
+
 @pytest.mark.clause("UNSPEC-10", "VER-1", "INFER-3")
 @pytest.mark.parametrize("case", ["an ordinary tensor's version", "the result's value",
                                   "computed inside the mode"])
