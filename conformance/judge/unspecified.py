@@ -19,6 +19,7 @@ from ..lang.program import Stmt
 from ..lang.trace import OTHER, Event
 from .grad_modes import GradModes
 from .inference_aliases import InferenceAliases
+from .memory_groups import fresh, merge
 from .stale_views import StaleViews
 
 
@@ -154,6 +155,7 @@ class Unspecified:
         if kind.backward_pass and "error" in (o.status, e.status):
             self._grads_open()              # a partial pass may have added into any
         self._tally(s, kind)
+        merge(self.group, self.stored, s.target, kind.memory_source(s))    # set_, .data =
         stale = self.stale_views
         if kind.backward_pass and stale.stale:      # a stale view's retained .grad: what a
             self.lost.update(stale.unread_retained(s, kind, o))     # pass leaves there is open
@@ -198,7 +200,8 @@ class Unspecified:
             self.leaves.update(bound)
         into_graph = any(self.graph_open.get(n) == 2 for n in kind.refs(s))
         self.seeded.difference_update(bound)
-        for name in self._fresh(bound, o.returned_operand or ""):
+        for name in fresh(self.group, self.storages, self.versionless, bound,
+                          o.returned_operand or ""):
             self.graph_open.pop(name, None)
             if into_graph:                  # its edges may lead into a gradient's graph
                 self.graph_open[name] = 1
@@ -225,15 +228,6 @@ class Unspecified:
                 self.seeded.update(self.group)
         self._holds(kind.holds_grad(s))
         self._may_be_one([n for n in kind.same_object(s) if n in self.group])
-
-    def _fresh(self, bound: list[str], same: str) -> list[str]:
-        """Give the names bound a storage of their own, or, where the statement bound its
-        operand `same` itself (a cast to its own dtype), that one's, as they are it."""
-        g, unversioned = self.group.get(same), same in self.versionless
-        for name in bound:
-            self.group[name] = g or next(self.storages)
-            (self.versionless.add if unversioned else self.versionless.discard)(name)
-        return bound
 
     def _written(self, s: Stmt, kind: Any, g: int | None, o: Event, e: Event) -> None:
         """What a write leaves open of its target and the names of its storage `g`."""

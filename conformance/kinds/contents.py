@@ -35,6 +35,9 @@ class SetData(Kind):
     def data_swapped(self, s):
         return None if s.args[0] is None else (s.target, s.args[0])
 
+    def memory_source(self, s):
+        return s.args[0]
+
     def render(self, s, path):
         return [f"{s.target}.data = {source.maybe(s.args[0])}"]
 
@@ -103,6 +106,9 @@ class SetStorage(Kind):
 
     def run(self, x, s, ev, path):
         x.e.set_(x.env[s.target], x.val(s.args[0]))
+
+    def memory_source(self, s):
+        return s.args[0]
 
     def render(self, s, path):
         return [f"{s.target}.set_({s.args[0]})"]

@@ -261,6 +261,11 @@ class Kind:
         inference_swapped), what the target is afterwards is open (UNSPEC-10)."""
         return None
 
+    def memory_source(self, s: Any) -> str | None:
+        """The tensor whose memory it gives its target (`set_`, `.data =`): the comparator's
+        memory groups join the two (judge/memory_groups.py)."""
+        return None
+
     def recorded_gradients(self, s: Any) -> list[str]:
         """Names it binds to gradients a create_graph pass recorded: what their grad_fn is,
         and the edges of what is computed from them, are left open (UNSPEC-9)."""
